@@ -1,0 +1,121 @@
+"""Cost of one latent step vs one plain cached single-token forward, and `think` throughput.
+
+    python bench/latent_step.py                      # CPU: a 60M-parameter Llama config, random weights
+    python bench/latent_step.py --size 4b --device cuda --dtype bfloat16   # GPU: Qwen3-4B-shaped config
+
+Speed does not depend on the weights, so random weights are honest here. Both paths run side by side,
+interleaved, on the same model and cache length; we report medians.
+latent step = realign(last hidden) -> backbone forward of one input embedding (no LM head).
+plain step  = `model(input_ids=<1 token>, past_key_values=cache)` (the full causal LM, logits included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+SIZES = {
+    # name: (hidden, layers, heads, kv_heads, intermediate, vocab)
+    "tiny": (128, 4, 4, 2, 256, 512),
+    "60m": (512, 8, 8, 4, 1536, 32000),
+    "1b": (2048, 16, 32, 8, 8192, 128256),
+    "4b": (2560, 36, 32, 8, 9728, 151936),
+}
+
+
+def build(size: str, device: str, dtype: torch.dtype):
+    from transformers import AutoModelForCausalLM, Qwen3Config
+
+    from latent import LatentModel
+    from latent.tokenizer import train_chat_tokenizer
+
+    hidden, layers, heads, kv, inter, vocab = SIZES[size]
+    cfg = Qwen3Config(
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv,
+        intermediate_size=inter,
+        vocab_size=vocab,
+        head_dim=hidden // heads,
+        max_position_embeddings=4096,
+        tie_word_embeddings=False,
+    )
+    with torch.device(device):
+        model = AutoModelForCausalLM.from_config(cfg, dtype=dtype)
+    tok = train_chat_tokenizer(["latent thoughts " * 20], vocab_size=300)
+    return LatentModel(model.eval(), tok)
+
+
+def sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+@torch.no_grad()
+def step_ratio(m, batch: int, context: int, steps: int, repeats: int, device: str) -> tuple[float, float]:
+    """Median seconds per latent step and per plain cached decode step."""
+    ids = torch.randint(10, 290, (batch, context), device=device)
+    st = m.prefill(ids)
+    _ = m.aligner  # computed once per model, outside the timed region
+    latent_t, plain_t = [], []
+    for _ in range(repeats):
+        sync(device)
+        t0 = time.perf_counter()
+        m.think(st, steps=steps)
+        sync(device)
+        latent_t.append((time.perf_counter() - t0) / steps)
+
+        cache = st.copy().cache  # same starting cache length for the plain path
+        mask = st.attention_mask.clone()
+        tok = ids[:, -1:]
+        sync(device)
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], 1)
+            out = m.model(input_ids=tok, attention_mask=mask, past_key_values=cache, use_cache=True)
+            tok = out.logits[:, -1:].argmax(-1)
+        sync(device)
+        plain_t.append((time.perf_counter() - t0) / steps)
+    return statistics.median(latent_t), statistics.median(plain_t)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--size", choices=sorted(SIZES), default="60m")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--dtype", default="float32")
+    p.add_argument("--context", type=int, default=256, help="cached positions before the steps")
+    p.add_argument("--steps", type=int, default=16)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--batches", default="1,4,16")
+    args = p.parse_args(argv)
+    torch.manual_seed(0)
+    dtype = getattr(torch, args.dtype)
+    m = build(args.size, args.device, dtype)
+    n_params = sum(t.numel() for t in m.model.parameters())
+    name = (
+        torch.cuda.get_device_name()
+        if args.device.startswith("cuda")
+        else f"CPU x{torch.get_num_threads()} threads"
+    )
+    print(
+        f"model: Qwen3-style {args.size} ({n_params / 1e6:.0f}M params, random weights), {args.dtype}, {name}"
+    )
+    print(f"context {args.context} cached positions, {args.steps} steps per timing, median of {args.repeats}")
+    print()
+    print(
+        f"{'batch':>5} | {'latent step ms':>14} | {'plain step ms':>13} | {'ratio latent/plain':>18} | {'think thoughts/s':>16}"
+    )
+    print("-" * 80)
+    for b in (int(x) for x in args.batches.split(",")):
+        lat, plain = step_ratio(m, b, args.context, args.steps, args.repeats, args.device)
+        print(f"{b:>5} | {lat * 1e3:>14.2f} | {plain * 1e3:>13.2f} | {lat / plain:>18.3f} | {b / lat:>16.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

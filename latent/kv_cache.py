@@ -1,0 +1,102 @@
+"""KV-cache operations on transformers 5.x `DynamicCache` objects: copy, select, crop, concat, size.
+
+Shapes: B = batch, H = kv heads, T = cached positions, Dh = head dim. Each layer holds keys and
+values of shape (B, H, T, Dh). Rotary/absolute positions are already baked into the keys, so
+selecting positions keeps every kept entry at its original position.
+
+Works on transformers 5.19-5.24: we only use `DynamicCache(config=...)`, `.update`, `.layers[i].keys/.values`
+and `get_seq_length`, which exist unchanged across that range.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from transformers import DynamicCache, PreTrainedModel
+
+
+def new_cache(model: PreTrainedModel) -> DynamicCache:
+    """An empty cache laid out for `model` (sliding-window layers included)."""
+    return DynamicCache(config=model.config)
+
+
+def cache_length(cache: DynamicCache | None) -> int:
+    """Number of cached positions (0 for `None` or an empty cache)."""
+    return 0 if cache is None else int(cache.get_seq_length())
+
+
+def layer_tensors(cache: DynamicCache) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(keys, values) per layer, each (B, H, T, Dh); layers never written are skipped."""
+    out = []
+    for layer in cache.layers:
+        keys = getattr(layer, "keys", None)
+        if keys is None or keys.numel() == 0:
+            continue
+        out.append((keys, layer.values))
+    return out
+
+
+def cache_from_tensors(
+    model: PreTrainedModel, tensors: list[tuple[torch.Tensor, torch.Tensor]]
+) -> DynamicCache:
+    """Build a fresh cache holding exactly `tensors` (one (keys, values) pair per layer)."""
+    cache = new_cache(model)
+    for idx, (keys, values) in enumerate(tensors):
+        cache.update(keys, values, idx)
+    return cache
+
+
+def copy_cache(cache: DynamicCache) -> DynamicCache:
+    """A deep copy: appending to the copy never changes the original (prefix sharing)."""
+    return copy.deepcopy(cache)
+
+
+def select_positions(model: PreTrainedModel, cache: DynamicCache, index: torch.Tensor) -> DynamicCache:
+    """A new cache with only the cached positions in `index` (1-D, shared by all rows), in that order."""
+    index = index.to(torch.long)
+    if index.ndim != 1:
+        raise ValueError(
+            f"`index` must be 1-D (positions shared across the batch), got shape {tuple(index.shape)}."
+        )
+    n = cache_length(cache)
+    if index.numel() and (int(index.min()) < 0 or int(index.max()) >= n):
+        raise ValueError(f"position index out of range for a cache of {n} positions.")
+    picked = []
+    for keys, values in layer_tensors(cache):
+        idx = index.to(keys.device)
+        picked.append((keys.index_select(2, idx), values.index_select(2, idx)))  # (B, H, T', Dh)
+    return cache_from_tensors(model, picked)
+
+
+def crop_cache(model: PreTrainedModel, cache: DynamicCache, start: int, end: int) -> DynamicCache:
+    """A new cache with positions [start, end)."""
+    n = cache_length(cache)
+    if not 0 <= start <= end <= n:
+        raise ValueError(f"crop range [{start}, {end}) is outside the cache's 0..{n} positions.")
+    return select_positions(model, cache, torch.arange(start, end))
+
+
+def concat_caches(model: PreTrainedModel, caches: list[DynamicCache]) -> DynamicCache:
+    """Concatenate caches along the sequence. Each keeps the positions baked into its keys, so this is
+    only position-correct when the caches were computed at consecutive positions (a prefix and its
+    continuation). For independent runs use `LatentModel.reprefill` instead."""
+    if not caches:
+        raise ValueError("`caches` is empty: nothing to concatenate.")
+    per_cache = [layer_tensors(c) for c in caches]
+    n_layers = {len(t) for t in per_cache}
+    if len(n_layers) != 1:
+        raise ValueError(
+            f"caches have different layer counts {sorted(n_layers)}: they come from different models."
+        )
+    joined = []
+    for layer in zip(*per_cache):
+        joined.append((torch.cat([k for k, _ in layer], dim=2), torch.cat([v for _, v in layer], dim=2)))
+    return cache_from_tensors(model, joined)
+
+
+def cache_nbytes(cache: DynamicCache | None) -> int:
+    """Bytes held by keys and values (what a hand-off of this cache costs in memory)."""
+    if cache is None:
+        return 0
+    return sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in layer_tensors(cache))

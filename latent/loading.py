@@ -1,0 +1,137 @@
+"""`load_model`: a `LatentModel` from a local path, a hub id (cached or online) or `builtin:<name>`.
+
+Built-in models ship as package data under `latent/builtin_models/<name>/` (safetensors + config +
+tokenizer + card.json), so they load from an installed wheel as well as from a checkout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from latent.model import LatentModel
+from latent.realign import Aligner
+
+BUILTIN_DIR = Path(__file__).parent / "builtin_models"
+BUILTIN_PREFIX = "builtin:"
+
+
+@dataclass
+class BuiltinModel:
+    """One shipped checkpoint and what its model card says about it."""
+
+    name: str
+    path: Path
+    params: int | None
+    size_bytes: int
+    heldout_accuracy: float | None
+    card: dict
+
+
+def list_builtin_models() -> list[BuiltinModel]:
+    """Every checkpoint shipped under `latent/builtin_models/` (directories holding a config.json)."""
+    found = []
+    if not BUILTIN_DIR.is_dir():
+        return found
+    for d in sorted(p for p in BUILTIN_DIR.iterdir() if (p / "config.json").is_file()):
+        card_file = d / "card.json"
+        card = json.loads(card_file.read_text()) if card_file.is_file() else {}
+        size = sum(f.stat().st_size for f in d.rglob("*") if f.is_file())
+        found.append(
+            BuiltinModel(
+                name=d.name,
+                path=d,
+                params=card.get("params"),
+                size_bytes=size,
+                heldout_accuracy=card.get("heldout_accuracy"),
+                card=card,
+            )
+        )
+    return found
+
+
+def builtin_path(name: str) -> Path:
+    """Directory of `builtin:<name>`; an unknown name lists the available ones."""
+    available = {m.name: m.path for m in list_builtin_models()}
+    if name not in available:
+        listed = ", ".join(BUILTIN_PREFIX + n for n in available) or "(none shipped in this install)"
+        raise ValueError(f"unknown built-in model {BUILTIN_PREFIX + name!r}. Available: {listed}.")
+    return available[name]
+
+
+def _resolve(name_or_path: str) -> str:
+    if name_or_path.startswith(BUILTIN_PREFIX):
+        return str(builtin_path(name_or_path[len(BUILTIN_PREFIX) :]))
+    looks_local = (
+        name_or_path.startswith((".", "/", "~")) or os.sep in name_or_path.strip("/").split("/", 1)[-1]
+    )
+    expanded = os.path.expanduser(name_or_path)
+    if os.path.exists(expanded):
+        return expanded
+    if looks_local and name_or_path.count("/") != 1:
+        raise FileNotFoundError(f"no model directory at {name_or_path!r}: check the path.")
+    return name_or_path
+
+
+def load_model(
+    name_or_path: str,
+    *,
+    dtype: torch.dtype | str | None = None,
+    device: str | torch.device | None = None,
+    realign: str | Aligner = "ridge",
+    realign_lambda: float = 1e-5,
+    attn_implementation: str | None = None,
+    trust_remote_code: bool = False,
+) -> LatentModel:
+    """Load a causal LM + tokenizer as a `LatentModel`.
+
+    Args:
+        name_or_path (`str`): local directory, hub id, or `builtin:<name>`. A directory holding a PEFT
+            adapter (adapter_config.json) loads its base model and applies the adapter.
+        dtype (`torch.dtype` or `str`, *optional*): e.g. `torch.bfloat16` or "bfloat16"; default fp32 on
+            CPU, the checkpoint's dtype on CUDA.
+        device (`str`, *optional*): "cpu", "cuda", "cuda:1"; default CUDA when available.
+        realign (`str` or callable, defaults to "ridge"): "ridge", "identity" or your own aligner.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = _resolve(name_or_path)
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    if isinstance(dtype, str):
+        dtype = getattr(torch, dtype)
+    if dtype is None:
+        dtype = torch.float32 if device.type == "cpu" else "auto"
+    kwargs = {"dtype": dtype, "trust_remote_code": trust_remote_code}
+    if attn_implementation:
+        kwargs["attn_implementation"] = attn_implementation
+    adapter = os.path.isfile(os.path.join(path, "adapter_config.json"))
+    try:
+        if adapter:
+            from peft import AutoPeftModelForCausalLM
+
+            model = AutoPeftModelForCausalLM.from_pretrained(path, **kwargs)
+        else:
+            model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+    except ValueError as err:
+        if "Unrecognized configuration class" in str(err) or "AutoModelForCausalLM" in str(err):
+            raise ValueError(
+                f"{name_or_path!r} is not a causal language model ({err.__class__.__name__}: "
+                f"{str(err).splitlines()[0]}). latentworks needs a decoder-only LM."
+            ) from err
+        raise
+    except OSError as err:
+        offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+        hint = (
+            "HF_HUB_OFFLINE=1 is set, so only models already in the local cache can load; "
+            "download it on a connected machine first or pass a local directory."
+            if offline
+            else "check the hub id or pass a local directory holding config.json + weights + tokenizer."
+        )
+        raise OSError(f"cannot load model {name_or_path!r}: {hint} ({str(err).splitlines()[0]})") from err
+    model.to(device)
+    return LatentModel(model, tokenizer, realign=realign, realign_lambda=realign_lambda)

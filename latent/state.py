@@ -1,0 +1,58 @@
+"""`LatentState`: what a model has read so far (KV cache + masks + positions + last hidden state).
+
+Shapes: B = batch, T = cached positions, D = hidden size. Rows are left-padded: a row's pad positions
+are 0 in `attention_mask` and never attended to; `next_position` counts only real positions, so a
+row's position ids are the same whatever the batch it sits in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from transformers import DynamicCache
+
+from latent.kv_cache import cache_length, cache_nbytes, copy_cache
+
+
+@dataclass
+class LatentState:
+    """A batch's shared working context.
+
+    cache (`DynamicCache`): keys/values of all T positions read so far.
+    attention_mask (`torch.LongTensor` (B, T)): 1 for real positions, 0 for pads.
+    last_hidden (`torch.Tensor` (B, D)): last-layer hidden state (after the final norm, as
+        `hidden_states[-1]` reports it) at each row's most recent position.
+    next_position (`torch.LongTensor` (B,)): the position id the next token of each row gets.
+    """
+
+    cache: DynamicCache
+    attention_mask: torch.Tensor
+    last_hidden: torch.Tensor
+    next_position: torch.Tensor
+
+    @property
+    def batch_size(self) -> int:
+        return int(self.attention_mask.shape[0])
+
+    @property
+    def length(self) -> int:
+        """Cached positions (pads included)."""
+        return int(self.attention_mask.shape[1])
+
+    @property
+    def nbytes(self) -> int:
+        return cache_nbytes(self.cache)
+
+    def copy(self) -> LatentState:
+        """An independent copy (appending to it leaves this state unchanged)."""
+        return LatentState(
+            cache=copy_cache(self.cache),
+            attention_mask=self.attention_mask.clone(),
+            last_hidden=self.last_hidden.clone(),
+            next_position=self.next_position.clone(),
+        )
+
+    def check(self) -> None:
+        """Internal consistency: mask length equals cache length."""
+        assert cache_length(self.cache) == self.length, (cache_length(self.cache), self.length)

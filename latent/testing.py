@@ -1,0 +1,74 @@
+"""Tiny random causal LMs for tests and examples: a config + a tokenizer trained locally, no hub.
+
+`tiny_model("llama", tmp_path)` saves the pair with `save_pretrained` and reloads it through
+`load_model`, so the real loading path is what every test exercises.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from latent.loading import load_model
+from latent.model import LatentModel
+from latent.tokenizer import train_chat_tokenizer
+
+_CORPUS = [
+    "Tom has 23 apples. He buys 45 more. How many apples does Tom have now?",
+    "The planner reads the question and writes a plan. The critic checks the plan.",
+    "A refiner improves the answer; the judger decides the final answer in \\boxed{68}.",
+    "Mia had 12 pencils and gave 5 to Leo. Then she found 7 more pencils in her bag.",
+    "def add(a, b):\n    return a + b\n",
+    "The quick brown fox jumps over the lazy dog while the science expert explains gravity.",
+]
+
+ARCHS = ("llama", "qwen2", "mistral", "gpt2")
+
+
+def tiny_config(arch: str, vocab_size: int, hidden_size: int = 64, layers: int = 2):
+    """A small config of the given architecture family."""
+    from transformers import GPT2Config, LlamaConfig, MistralConfig, Qwen2Config
+
+    common = dict(vocab_size=vocab_size, tie_word_embeddings=False)
+    if arch == "gpt2":
+        return GPT2Config(n_embd=hidden_size, n_layer=layers, n_head=4, n_positions=512, **common)
+    cls = {"llama": LlamaConfig, "qwen2": Qwen2Config, "mistral": MistralConfig}.get(arch)
+    if cls is None:
+        raise ValueError(f"unknown tiny architecture {arch!r}; choose from {ARCHS}.")
+    return cls(
+        hidden_size=hidden_size,
+        intermediate_size=hidden_size * 2,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        **common,
+    )
+
+
+def tiny_model(
+    arch: str = "llama",
+    directory: str | Path | None = None,
+    seed: int = 0,
+    hidden_size: int = 64,
+    layers: int = 2,
+) -> LatentModel:
+    """Build, save and reload a tiny random model of `arch` with a locally trained tokenizer."""
+    from transformers import AutoModelForCausalLM
+
+    if directory is None:
+        import tempfile
+
+        directory = tempfile.mkdtemp(prefix=f"tiny-{arch}-")
+    directory = Path(directory)
+    tok = train_chat_tokenizer(_CORPUS * 4, vocab_size=320)
+    torch.manual_seed(seed)
+    cfg = tiny_config(arch, vocab_size=len(tok), hidden_size=hidden_size, layers=layers)
+    cfg.pad_token_id = tok.pad_token_id
+    cfg.eos_token_id = tok.eos_token_id
+    cfg.bos_token_id = None
+    model = AutoModelForCausalLM.from_config(cfg)
+    model.save_pretrained(directory)
+    tok.save_pretrained(directory)
+    return load_model(str(directory), device="cpu", attn_implementation="eager")

@@ -1,0 +1,114 @@
+"""LatentModel: prefill / think / generate invariants on tiny Llama, Qwen2, Mistral and GPT-2 models."""
+
+import pytest
+import torch
+
+from latent.testing import ARCHS
+
+PROMPTS = ["Tom has 23 apples.", "Mia had 12 pencils and gave 5 to Leo. Then she found"]
+
+
+def _positions(mask):
+    return (mask.cumsum(1) - 1).clamp_min(0)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_prefill_last_hidden_is_hidden_states_minus_one(tiny_models, arch):
+    """The state's last hidden equals `output_hidden_states[-1]` at the last real token."""
+    m = tiny_models[arch]
+    enc = m.encode(PROMPTS)
+    st = m.prefill(**enc)
+    ref = m.model(**enc, position_ids=_positions(enc["attention_mask"]), output_hidden_states=True)
+    torch.testing.assert_close(st.last_hidden, ref.hidden_states[-1][:, -1], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_latent_steps_equal_feeding_realigned_vectors_as_inputs_embeds(tiny_models, arch):
+    """k latent steps == one plain forward over [prompt embeddings, realigned thoughts]."""
+    m = tiny_models[arch]
+    enc = m.encode(PROMPTS[:1])
+    st = m.prefill(**enc)
+    thoughts, st2, hidden = m.think(st, steps=4, return_hidden=True)
+    assert thoughts.shape == (1, 4, m.hidden_size)
+    embeds = torch.cat([m.embed(enc["input_ids"]), thoughts], dim=1)
+    ref = m.model(inputs_embeds=embeds, output_hidden_states=True).hidden_states[-1]  # (1, T + 4, D)
+    t = enc["input_ids"].shape[1]
+    torch.testing.assert_close(hidden, ref[:, t - 1 : t + 3], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(st2.last_hidden, ref[:, -1], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(thoughts, m.aligner(hidden), rtol=1e-5, atol=1e-6)
+    assert st.length == t and st2.length == t + 4  # the input state is left unchanged
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2"])
+def test_batch_one_equals_batch_n(tiny_models, arch):
+    """Thoughts and greedy text are the same for each row alone and inside a left-padded batch."""
+    m = tiny_models[arch]
+    suffixes = ["The answer is", "So"]
+    st = m.prefill(**m.encode(PROMPTS))
+    th, st = m.think(st, 3)
+    g = m.generate(**m.encode(suffixes), state=st, max_new_tokens=6)
+    for i, p in enumerate(PROMPTS):
+        s1 = m.prefill(**m.encode([p]))
+        t1, s1 = m.think(s1, 3)
+        g1 = m.generate(**m.encode([suffixes[i]]), state=s1, max_new_tokens=6)
+        torch.testing.assert_close(t1[0], th[i], rtol=1e-4, atol=1e-5)
+        n = int(g1.lengths[0])
+        assert g1.tokens[0, :n].tolist() == g.tokens[i, :n].tolist()
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+def test_generate_without_state_matches_transformers_generate(tiny_models, arch):
+    """Greedy decoding from a prompt equals HF `generate` (same tokens)."""
+    m = tiny_models[arch]
+    enc = m.encode(PROMPTS[:1])
+    ours = m.generate(**enc, max_new_tokens=8, eos_token_id=-5)  # no eos: decode all 8
+    ref = m.model.generate(**enc, max_new_tokens=8, do_sample=False, eos_token_id=None, pad_token_id=0)
+    assert ours.tokens[0].tolist() == ref[0, enc["input_ids"].shape[1] :].tolist()
+
+
+def test_seeded_sampling_is_reproducible(llama):
+    """Sampling with the same generator seed gives the same tokens."""
+    enc = llama.encode(PROMPTS)
+    a = llama.generate(
+        **enc,
+        max_new_tokens=6,
+        do_sample=True,
+        top_k=20,
+        top_p=0.9,
+        generator=torch.Generator().manual_seed(3),
+    )
+    b = llama.generate(
+        **enc,
+        max_new_tokens=6,
+        do_sample=True,
+        top_k=20,
+        top_p=0.9,
+        generator=torch.Generator().manual_seed(3),
+    )
+    assert a.tokens.tolist() == b.tokens.tolist()
+
+
+def test_zero_steps_is_a_no_op(llama):
+    """think(steps=0) returns no thoughts and an equivalent state."""
+    st = llama.prefill(**llama.encode(PROMPTS))
+    th, st2 = llama.think(st, 0)
+    assert th.shape == (2, 0, llama.hidden_size) and st2.length == st.length
+
+
+def test_peft_wrapped_model_thinks_and_loads_from_adapter_dir(tmp_path):
+    """A LoRA-wrapped model works through the same interface, in memory and from a saved adapter."""
+    from peft import LoraConfig, get_peft_model
+
+    from latent import LatentModel, load_model
+    from latent.testing import tiny_model
+
+    base = tiny_model("llama", tmp_path / "base")
+    peft_model = get_peft_model(base.model, LoraConfig(r=2, target_modules=["q_proj", "v_proj"]))
+    pm = LatentModel(peft_model, base.tokenizer)
+    th, _ = pm.think(pm.prefill(**pm.encode(PROMPTS)), 2)
+    assert th.shape == (2, 2, pm.hidden_size) and torch.isfinite(th).all()
+    peft_model.save_pretrained(tmp_path / "adapter")
+    base.tokenizer.save_pretrained(tmp_path / "adapter")
+    loaded = load_model(str(tmp_path / "adapter"), device="cpu")
+    th2, _ = loaded.think(loaded.prefill(**loaded.encode(PROMPTS)), 2)
+    torch.testing.assert_close(th2, th, rtol=1e-4, atol=1e-5)

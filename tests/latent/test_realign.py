@@ -1,0 +1,42 @@
+"""Realignment: the ridge formula and the norm rescale."""
+
+import numpy as np
+import pytest
+import torch
+
+from latent.realign import Realigner, ridge_matrix
+
+
+def test_ridge_matrix_matches_numpy_normal_equations():
+    """W_a = (W_out^T W_out + lam I)^-1 W_out^T W_in, checked against a direct numpy solve."""
+    rng = np.random.default_rng(0)
+    w_in, w_out = rng.normal(size=(50, 8)), rng.normal(size=(50, 8))
+    lam = 0.3
+    direct = np.linalg.inv(w_out.T @ w_out + lam * np.eye(8)) @ w_out.T @ w_in
+    got = ridge_matrix(torch.tensor(w_in), torch.tensor(w_out), lam).numpy()
+    np.testing.assert_allclose(got, direct, rtol=1e-5, atol=1e-5)
+
+
+def test_ridge_with_tied_embeddings_is_near_identity():
+    """When W_in == W_out (tied), the ridge solution with tiny lambda is the identity map."""
+    w = torch.randn(40, 6)
+    np.testing.assert_allclose(ridge_matrix(w, w, 1e-8).numpy(), np.eye(6), atol=1e-5)
+
+
+def test_realigned_vectors_have_mean_input_row_norm():
+    """Both methods rescale to the mean norm of the input-embedding rows."""
+    w_in, w_out = torch.randn(30, 5) * 3, torch.randn(30, 5)
+    target = w_in.norm(dim=-1).mean()
+    for method in ("ridge", "identity"):
+        out = Realigner.from_embeddings(w_in, w_out, method=method)(torch.randn(4, 5))
+        torch.testing.assert_close(out.norm(dim=-1), target.expand(4), rtol=1e-5, atol=1e-5)
+
+
+def test_bad_realign_inputs_raise():
+    """Unknown method, negative lambda and mismatched shapes are clear errors."""
+    with pytest.raises(ValueError, match="unknown realignment"):
+        Realigner.from_embeddings(torch.randn(3, 2), torch.randn(3, 2), method="svd")
+    with pytest.raises(ValueError, match="lam"):
+        ridge_matrix(torch.randn(3, 2), torch.randn(3, 2), lam=-1)
+    with pytest.raises(ValueError, match="differ in shape"):
+        ridge_matrix(torch.randn(3, 2), torch.randn(4, 2))

@@ -1,0 +1,167 @@
+"""Agents and the graphs that connect them.
+
+An edge `u -> v` carries a hand-off mode:
+- `kv`: v reads everything u had in memory plus what u wrote (prompt and latent positions);
+- `latent`: v reads only the latent thoughts among those positions (prompts hidden);
+- `text`: u decodes text and v reads it in its prompt (text-based MAS).
+Exactly one agent has no outgoing edge: the final agent, the only one that decodes the answer.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HANDOFF_MODES = ("kv", "latent", "text")
+
+
+@dataclass
+class Agent:
+    """One agent: a name, a role (selects the system prompt) and an optional user template."""
+
+    name: str
+    role: str
+    model: str | None = None  # key into the `models` dict given to `agents.run`; None = "default"
+
+
+@dataclass
+class Edge:
+    src: str
+    dst: str
+    mode: str = "kv"
+
+
+@dataclass
+class Graph:
+    """A DAG of agents. Validated on construction: names unique, modes known, acyclic, one final agent.
+
+    Example:
+        >>> g = Graph.sequential()                  # planner -> critic -> refiner -> judger, kv edges
+        >>> g.order()
+        ['planner', 'critic', 'refiner', 'judger']
+    """
+
+    agents: list[Agent]
+    edges: list[Edge] = field(default_factory=list)
+    name: str = "custom"
+
+    def __post_init__(self) -> None:
+        problems = []
+        names = [a.name for a in self.agents]
+        if not names:
+            problems.append("the graph has no agents")
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            problems.append(f"duplicate agent names {dup}")
+        for e in self.edges:
+            if e.mode not in HANDOFF_MODES:
+                problems.append(
+                    f"edge {e.src}->{e.dst} has unknown hand-off mode {e.mode!r} (use one of {HANDOFF_MODES})"
+                )
+            for end in (e.src, e.dst):
+                if end not in names:
+                    problems.append(f"edge {e.src}->{e.dst} names unknown agent {end!r}")
+            if e.src == e.dst:
+                problems.append(f"edge {e.src}->{e.dst} is a self-loop")
+        if not problems:
+            if self._has_cycle():
+                problems.append("the graph has a cycle; agent graphs must be acyclic (a DAG)")
+            finals = [n for n in names if not any(e.src == n for e in self.edges)]
+            if len(finals) != 1:
+                problems.append(
+                    f"a graph needs exactly one final decoding agent (no outgoing edge); found {len(finals)}: {finals}"
+                )
+        if problems:
+            raise ValueError("invalid agent graph: " + "; ".join(problems) + ".")
+
+    # ------------------------------------------------------------------ structure
+    def _has_cycle(self) -> bool:
+        try:
+            self.order()
+            return False
+        except ValueError:
+            return True
+
+    def order(self) -> list[str]:
+        """Agents in a topological order (stable: ties keep declaration order)."""
+        names = [a.name for a in self.agents]
+        indeg = {n: 0 for n in names}
+        for e in self.edges:
+            indeg[e.dst] += 1
+        out, ready = [], [n for n in names if indeg[n] == 0]
+        while ready:
+            n = ready.pop(0)
+            out.append(n)
+            for e in self.edges:
+                if e.src == n:
+                    indeg[e.dst] -= 1
+                    if indeg[e.dst] == 0:
+                        ready.append(e.dst)
+            ready.sort(key=names.index)
+        if len(out) != len(names):
+            raise ValueError("the graph has a cycle")
+        return out
+
+    @property
+    def final(self) -> str:
+        return next(a.name for a in self.agents if not any(e.src == a.name for e in self.edges))
+
+    def agent(self, name: str) -> Agent:
+        return next(a for a in self.agents if a.name == name)
+
+    def incoming(self, name: str) -> list[Edge]:
+        return [e for e in self.edges if e.dst == name]
+
+    # ------------------------------------------------------------------ presets and files
+    @classmethod
+    def sequential(cls, mode: str = "kv") -> Graph:
+        """planner -> critic -> refiner -> judger (the LatentMAS paper's sequential MAS)."""
+        roles = ["planner", "critic", "refiner", "judger"]
+        edges = [Edge(a, b, mode) for a, b in zip(roles, roles[1:])]
+        return cls([Agent(r, r) for r in roles], edges, name="sequential")
+
+    @classmethod
+    def hierarchical(cls, mode: str = "kv") -> Graph:
+        """math, science and code experts run independently and fan in to a summarizer."""
+        experts = ["math_expert", "science_expert", "code_expert"]
+        agents = [Agent(r, r) for r in experts] + [Agent("summarizer", "summarizer")]
+        return cls(agents, [Edge(x, "summarizer", mode) for x in experts], name="hierarchical")
+
+    @classmethod
+    def from_dict(cls, spec: dict) -> Graph:
+        """{"name": ..., "agents": [{"name", "role", "user_template"?}], "edges": [{"src", "dst", "mode"?}]}"""
+        if not isinstance(spec, dict) or "agents" not in spec:
+            raise ValueError("a graph spec must be a mapping with an `agents` list (and optional `edges`).")
+        try:
+            agents = [Agent(**a) for a in spec["agents"]]
+            edges = [Edge(**e) for e in spec.get("edges", [])]
+        except TypeError as err:
+            raise ValueError(f"bad agent or edge entry in graph spec: {err}") from err
+        return cls(agents, edges, name=spec.get("name", "custom"))
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> Graph:
+        """Load a graph from YAML or JSON."""
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"no graph file at {str(path)!r}.")
+        text = path.read_text()
+        if path.suffix in (".yaml", ".yml"):
+            import yaml
+
+            spec = yaml.safe_load(text)
+        else:
+            spec = json.loads(text)
+        return cls.from_dict(spec)
+
+    @classmethod
+    def resolve(cls, graph: str | Graph) -> Graph:
+        """A preset name ('sequential', 'hierarchical'), a file path, or a Graph."""
+        if isinstance(graph, Graph):
+            return graph
+        if graph == "sequential":
+            return cls.sequential()
+        if graph == "hierarchical":
+            return cls.hierarchical()
+        return cls.from_file(graph)

@@ -1,0 +1,50 @@
+"""Prompt sets (YAML): system prompt per role and the user-turn layout."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+PROMPT_DIR = Path(__file__).parent
+
+
+@dataclass
+class PromptSet:
+    """System prompts by role plus the user-turn templates. Load with `PromptSet.load("default")`."""
+
+    system: dict[str, str]
+    user: str
+    user_with_context: str
+    context_item: str
+    context_separator: str
+
+    @classmethod
+    def load(cls, name_or_path: str = "default") -> PromptSet:
+        path = Path(name_or_path)
+        if not path.is_file():
+            path = PROMPT_DIR / f"{name_or_path}.yaml"
+        if not path.is_file():
+            known = sorted(p.stem for p in PROMPT_DIR.glob("*.yaml"))
+            raise ValueError(
+                f"unknown prompt set {name_or_path!r}; shipped sets: {known}, or pass a YAML path."
+            )
+        spec = yaml.safe_load(path.read_text())
+        missing = {"system", "user", "user_with_context", "context_item", "context_separator"} - set(spec)
+        if missing:
+            raise ValueError(f"prompt set {path} lacks keys {sorted(missing)}.")
+        return cls(**{k: spec[k] for k in cls.__dataclass_fields__})
+
+    def messages(self, role: str, question: str, context: list[tuple[str, str]] | None = None) -> list[dict]:
+        """Chat messages for `role`; `context` = [(agent, text), ...] from text hand-offs."""
+        if role not in self.system:
+            raise ValueError(f"no system prompt for role {role!r}; roles in this set: {sorted(self.system)}.")
+        if context:
+            joined = self.context_separator.join(
+                self.context_item.format(agent=a, text=t) for a, t in context
+            )
+            user = self.user_with_context.format(question=question, context=joined)
+        else:
+            user = self.user.format(question=question)
+        return [{"role": "system", "content": self.system[role]}, {"role": "user", "content": user}]

@@ -1,0 +1,209 @@
+"""Latent working memory: who wrote every position, the views agents read, and the caches behind them.
+
+A *segment* is what one agent wrote in one go: its prompt tokens, its latent thoughts or its decoded
+text, stored as the input embeddings that were fed (B, L, D) plus the pad mask (B, L). A *context* is an
+ordered list of segment ids; the memory turns a context into a `LatentState` in the cheapest exact way:
+
+1. the context is exactly what some agent's state holds -> copy that state;
+2. it is a subset of one state's positions (e.g. the `latent` view) -> select those positions; every key
+   keeps the position it was computed at and new tokens continue after the highest one, so relative
+   positions stay true (the official code's truncation re-used positions, its pitfall P12);
+3. it mixes states that were computed independently (hierarchical fan-in: each expert started at
+   position 0) -> re-prefill the concatenated embedding sequences with fresh, consecutive positions.
+   Each expert's latent thoughts are kept exactly; only their keys/values are recomputed in sequence.
+
+Shapes: B = batch, L = segment length, D = hidden size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from latent.kv_cache import select_positions
+from latent.model import LatentModel
+from latent.state import LatentState
+
+KINDS = ("prompt", "latent", "text")
+
+
+@dataclass
+class Segment:
+    """One agent's contribution: `kind` is prompt, latent or text."""
+
+    agent: str
+    kind: str
+    embeds: torch.Tensor  # (B, L, D) input embeddings that were fed
+    mask: torch.Tensor  # (B, L) 1 = real position
+    token_ids: torch.Tensor | None = None  # (B, L) for prompt/text segments
+    hidden: torch.Tensor | None = None  # (B, L, D) last-layer states that produced latent thoughts
+
+    @property
+    def length(self) -> int:
+        return int(self.mask.shape[1])
+
+
+@dataclass
+class _Placed:
+    """A state plus where each of its segments sits in the cache: seg id -> (start, end)."""
+
+    state: LatentState
+    layout: dict[int, tuple[int, int]]
+
+
+@dataclass
+class WorkingMemory:
+    """Shared latent working memory of one batch of questions.
+
+    Example:
+        >>> mem = WorkingMemory(model)
+        >>> st = mem.state_for([])                       # empty context
+        >>> st, pid = mem.write_tokens("planner", "prompt", ids, mask, st, context=[])
+        >>> st, lid = mem.write_latent("planner", st, steps=8, context=[pid])
+        >>> mem.view([pid, lid], "latent")               # -> [lid]
+    """
+
+    model: LatentModel
+    segments: list[Segment] = field(default_factory=list)
+    _placed: list[_Placed] = field(default_factory=list)
+    reprefills: int = 0
+
+    # ------------------------------------------------------------------ writing
+    def write_tokens(
+        self,
+        agent: str,
+        kind: str,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        state: LatentState | None,
+        context: list[int],
+        model: LatentModel | None = None,
+    ) -> tuple[LatentState, int]:
+        """Read tokens (a prompt, or decoded text) after `state` (which holds exactly `context`)."""
+        if kind not in ("prompt", "text"):
+            raise ValueError(f"token segments are 'prompt' or 'text', got {kind!r}.")
+        model = model or self.model
+        embeds = model.embed(input_ids)
+        new = model.prefill(inputs_embeds=embeds, attention_mask=attention_mask, state=state)
+        seg = Segment(agent, kind, embeds, attention_mask.to(embeds.device), token_ids=input_ids)
+        return new, self._record(seg, new, context)
+
+    def write_latent(
+        self, agent: str, state: LatentState, steps: int, context: list[int], model: LatentModel | None = None
+    ) -> tuple[LatentState, int | None]:
+        """Generate `steps` latent thoughts after `state` and record them (None if steps == 0)."""
+        thoughts, new, hidden = (model or self.model).think(state, steps, return_hidden=True)
+        if steps == 0:
+            return new, None
+        mask = torch.ones(thoughts.shape[:2], dtype=torch.long, device=thoughts.device)
+        return new, self._record(Segment(agent, "latent", thoughts, mask, hidden=hidden), new, context)
+
+    def _record(self, seg: Segment, state: LatentState, context: list[int]) -> int:
+        seg_id = len(self.segments)
+        self.segments.append(seg)
+        layout, pos = {}, 0
+        for sid in [*context, seg_id]:
+            layout[sid] = (pos, pos + self.segments[sid].length)
+            pos += self.segments[sid].length
+        assert pos == state.length, (pos, state.length)
+        self._placed.append(_Placed(state, layout))
+        return seg_id
+
+    # ------------------------------------------------------------------ reading
+    def view(self, context: list[int], mode: str) -> list[int]:
+        """The part of `context` a reader sees through an edge: `kv` = all, `latent` = latent segments."""
+        if mode == "kv":
+            return list(context)
+        if mode == "latent":
+            return [s for s in context if self.segments[s].kind == "latent"]
+        raise ValueError(f"unknown hand-off view {mode!r}: memory views are 'kv' or 'latent'.")
+
+    def state_for(self, context: list[int], model: LatentModel | None = None) -> LatentState | None:
+        """A state holding exactly the segments of `context`, in order (None for an empty context).
+        `model` re-prefills when the context spans independent states (default: the memory's model)."""
+        context = list(context)
+        if not context:
+            return None
+        for placed in reversed(self._placed):  # newest first: the longest reusable prefix
+            if list(placed.layout) == context:
+                return placed.state.copy()
+        for placed in reversed(self._placed):
+            if all(s in placed.layout for s in context) and self._in_order(placed, context):
+                idx = torch.cat([torch.arange(*placed.layout[s]) for s in context])
+                return self._selected(placed.state, idx)
+        return self._reprefill(context, model or self.model)
+
+    @staticmethod
+    def _in_order(placed: _Placed, context: list[int]) -> bool:
+        starts = [placed.layout[s][0] for s in context]
+        return starts == sorted(starts)
+
+    def _selected(self, state: LatentState, idx: torch.Tensor) -> LatentState:
+        cache = select_positions(self.model.model, state.cache, idx)
+        mask = state.attention_mask[:, idx.to(state.attention_mask.device)]
+        # keys keep their original positions: the next token goes after the highest kept one
+        return LatentState(cache, mask, state.last_hidden.clone(), state.next_position.clone())
+
+    def _reprefill(self, context: list[int], model: LatentModel) -> LatentState:
+        self.reprefills += 1
+        embeds = torch.cat([self.segments[s].embeds for s in context], dim=1)  # (B, sum L, D)
+        mask = torch.cat([self.segments[s].mask for s in context], dim=1)
+        return model.prefill(inputs_embeds=embeds, attention_mask=mask)
+
+    # ------------------------------------------------------------------ accounting and inspection
+    def nbytes(self, context: list[int]) -> int:
+        """KV bytes that a state holding `context` occupies (what a hand-off of it costs)."""
+        n_pos = sum(self.segments[s].length for s in context)
+        if not self._placed:
+            return 0
+        ref = self._placed[-1].state
+        return ref.nbytes * n_pos // max(ref.length, 1)
+
+    def owners(self, context: list[int]) -> list[tuple[str, str]]:
+        """(agent, kind) of every position of a state holding `context`, in cache order."""
+        return [
+            (self.segments[s].agent, self.segments[s].kind)
+            for s in context
+            for _ in range(self.segments[s].length)
+        ]
+
+    def save(self, path: str | Path) -> None:
+        """Write every segment (embeddings, masks, token ids, latent hidden states) to safetensors."""
+        from safetensors.torch import save_file
+
+        tensors, meta = {}, {}
+        for i, seg in enumerate(self.segments):
+            tensors[f"{i}.embeds"] = seg.embeds.detach().float().cpu().contiguous()
+            tensors[f"{i}.mask"] = seg.mask.cpu().contiguous()
+            if seg.token_ids is not None:
+                tensors[f"{i}.token_ids"] = seg.token_ids.cpu().contiguous()
+            if seg.hidden is not None:
+                tensors[f"{i}.hidden"] = seg.hidden.detach().float().cpu().contiguous()
+            meta[str(i)] = f"{seg.agent}\t{seg.kind}"
+        save_file(tensors, str(path), metadata=meta)
+
+    @staticmethod
+    def load_segments(path: str | Path) -> list[Segment]:
+        """Read the segments written by `save` (for inspection; no model needed)."""
+        from safetensors import safe_open
+
+        out = []
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+            keys = set(f.keys())
+            for i in range(len(meta)):
+                agent, kind = meta[str(i)].split("\t")
+                get = lambda k: f.get_tensor(k) if k in keys else None  # noqa: E731
+                out.append(
+                    Segment(
+                        agent,
+                        kind,
+                        get(f"{i}.embeds"),
+                        get(f"{i}.mask"),
+                        get(f"{i}.token_ids"),
+                        get(f"{i}.hidden"),
+                    )
+                )
+        return out

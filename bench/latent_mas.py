@@ -1,0 +1,69 @@
+"""single vs text_mas vs latent_mas on the built-in model and task, sequential and hierarchical.
+
+    python bench/latent_mas.py                       # 100 held-out problems, both graphs
+    python bench/latent_mas.py --limit 200 --sweep 0,5,20,40
+
+Runs through the same resumable harness as `latentworks eval` (results under --out), then prints one
+table: accuracy, output tokens and seconds per item per method, and the text_mas / latent_mas ratios
+(the paper's headline: >= 4.3x faster and >= 83.7% fewer tokens at equal or better accuracy).
+All methods of one graph run in one process, one after the other, on the same machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+
+from eval.report import load_results, summarize
+from eval.runner import EvalConfig, evaluate
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default="builtin:arith-mini")
+    p.add_argument("--limit", type=int, default=100)
+    p.add_argument("--graphs", default="sequential,hierarchical")
+    p.add_argument("--latent-steps", type=int, default=None, help="default: agents.DEFAULT_LATENT_STEPS")
+    p.add_argument("--sweep", default="", help="extra latent_mas runs at these latent steps, e.g. 0,5,40")
+    p.add_argument("--max-new-tokens", type=int, default=96)
+    p.add_argument("--batch-size", type=int, default=25)
+    p.add_argument("--out", default="runs/bench_latent_mas")
+    args = p.parse_args(argv)
+    from agents import DEFAULT_LATENT_STEPS
+
+    steps = DEFAULT_LATENT_STEPS if args.latent_steps is None else args.latent_steps
+    rows = []
+    for graph in args.graphs.split(","):
+        runs = [("single,text_mas,latent_mas", steps)]
+        runs += [("latent_mas", int(s)) for s in args.sweep.split(",") if s.strip() and int(s) != steps]
+        for methods, k in runs:
+            cfg = EvalConfig(model=args.model, task="arith", graph=graph, limit=args.limit, methods=methods,
+                             latent_steps=k, max_new_tokens=args.max_new_tokens, batch_size=args.batch_size,
+                             out=f"{args.out}/{graph}-{methods.replace(',', '_')}-k{k}", resume=True)
+            out = evaluate(cfg)
+            for r in summarize(load_results(out)):
+                rows.append({**r, "graph": graph, "k": k if r["method"] == "latent_mas" else None})
+    print(f"model {args.model}, task arith (held-out), {args.limit} problems, greedy, "
+          f"max {args.max_new_tokens} new tokens per decoding agent, {platform.processor() or platform.machine()}")
+    print()
+    print(f"| {'graph':<12} | {'method':<15} | {'accuracy':>8} | {'95% CI':>13} | {'out tokens':>10} | {'s/item':>7} |")
+    print("|" + "|".join("-" * w for w in (14, 17, 10, 15, 12, 9)) + "|")
+    for r in rows:
+        name = r["method"] + (f" (k={r['k']})" if r["k"] is not None else "")
+        ci = f"{r['ci_low']:.1%}-{r['ci_high']:.1%}"
+        print(f"| {r['graph']:<12} | {name:<15} | {r['accuracy']:>8.1%} | {ci:>13} | {r['output_tokens']:>10.1f} | "
+              f"{r['seconds_per_item']:>7.3f} |")
+    print()
+    for graph in args.graphs.split(","):
+        by = {r["method"]: r for r in rows if r["graph"] == graph and r["k"] in (None, steps)}
+        if "text_mas" in by and "latent_mas" in by:
+            t, lat = by["text_mas"], by["latent_mas"]
+            print(f"{graph}: text_mas/latent_mas time {t['seconds_per_item'] / lat['seconds_per_item']:.2f}x, "
+                  f"latent_mas {1 - lat['output_tokens'] / t['output_tokens']:.1%} fewer output tokens, "
+                  f"accuracy {lat['accuracy'] - t['accuracy']:+.1%} points vs text_mas, "
+                  f"{lat['accuracy'] - by['single']['accuracy']:+.1%} vs single")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,134 @@
+"""`latentworks report DIR`: the comparison table of a results directory, plus plots and report.md."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+
+def load_results(out: str | Path) -> list[dict]:
+    """Every record of every results*.jsonl in `out` (shards merged), last write of a pair wins."""
+    out = Path(out)
+    files = sorted(out.glob("results*.jsonl"))
+    if not files:
+        raise ValueError(f"no results*.jsonl in {out}: is it an output directory of `latentworks eval`?")
+    recs: dict[tuple[str, str], dict] = {}
+    for f in files:
+        for line in f.read_text().splitlines():
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            recs[(r["item_id"], r["method"])] = r
+    return list(recs.values())
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson interval of a proportion."""
+    if n == 0:
+        return (0.0, 0.0)
+    p = k / n
+    den = 1 + z * z / n
+    mid = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return (max(0.0, mid - half), min(1.0, mid + half))
+
+
+def summarize(records: list[dict]) -> list[dict]:
+    """One row per method: n, accuracy with CI, mean output tokens, mean seconds per item."""
+    rows = []
+    for method in ("single", "text_mas", "latent_mas"):
+        rs = [r for r in records if r["method"] == method]
+        if not rs:
+            continue
+        k, n = sum(r["correct"] for r in rs), len(rs)
+        lo, hi = wilson(k, n)
+        rows.append({
+            "method": method, "n": n, "accuracy": k / n, "ci_low": lo, "ci_high": hi,
+            "output_tokens": sum(r["output_tokens"] for r in rs) / n,
+            "seconds_per_item": sum(r["wall_s"] for r in rs) / n,
+            "latent_steps": max((a["latent_steps"] for r in rs for a in r["agents"]), default=0),
+        })
+    return rows
+
+
+def format_table(rows: list[dict]) -> str:
+    lines = [
+        f"| {'method':<10} | {'n':>4} | {'accuracy':>8} | {'95% CI':>13} | {'output tokens':>13} | {'s / item':>8} |",
+        "|" + "|".join("-" * w for w in (12, 6, 10, 15, 15, 10)) + "|",
+    ]
+    for r in rows:
+        ci = f"{r['ci_low']:.1%}-{r['ci_high']:.1%}"
+        lines.append(
+            f"| {r['method']:<10} | {r['n']:>4} | {r['accuracy']:>8.1%} | {ci:>13} | {r['output_tokens']:>13.1f} | "
+            f"{r['seconds_per_item']:>8.3f} |"
+        )
+    by = {r["method"]: r for r in rows}
+    if "text_mas" in by and "latent_mas" in by:
+        t, lat = by["text_mas"], by["latent_mas"]
+        speed = t["seconds_per_item"] / max(lat["seconds_per_item"], 1e-9)
+        fewer = 1 - lat["output_tokens"] / max(t["output_tokens"], 1e-9)
+        lines.append("")
+        lines.append(
+            f"text_mas / latent_mas: {speed:.2f}x wall time, latent_mas uses {fewer:.1%} fewer output tokens, "
+            f"accuracy {lat['accuracy'] - t['accuracy']:+.1%} points"
+        )
+    return "\n".join(lines)
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    for ax, key, label in ((axes[0], "output_tokens", "output tokens / item"), (axes[1], "seconds_per_item", "seconds / item")):
+        for r in rows:
+            err = [[r["accuracy"] - r["ci_low"]], [r["ci_high"] - r["accuracy"]]]
+            ax.errorbar(r[key], r["accuracy"], yerr=err, fmt="o", capsize=3, label=r["method"])
+            ax.annotate(r["method"], (r[key], r["accuracy"]), textcoords="offset points", xytext=(5, 5), fontsize=8)
+        ax.set_xlabel(label)
+        ax.set_ylabel("accuracy")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+    fig.suptitle("accuracy vs cost (95% Wilson CI)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def print_report(out: str | Path) -> str:
+    """Print the table, write report.md and report.png into `out`; returns the table text."""
+    out = Path(out)
+    rows = summarize(load_results(out))
+    manifest = json.loads((out / "manifest.json").read_text()) if (out / "manifest.json").is_file() else {}
+    ident = manifest.get("identity", {})
+    head = (
+        f"model {ident.get('model')} | task {ident.get('task')} | graph {ident.get('graph')} | "
+        f"latent steps {ident.get('latent_steps')} | max new tokens {ident.get('max_new_tokens')}"
+    )
+    table = format_table(rows)
+    print(head)
+    print(table)
+    plot(rows, out / "report.png")
+    (out / "report.md").write_text(f"# Evaluation report\n\n{head}\n\n{table}\n\n![accuracy vs cost](report.png)\n")
+    (out / "summary.json").write_text(json.dumps(rows, indent=2))
+    return table
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("out", help="output directory of `latentworks eval`")
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+
+    try:
+        print_report(args.out)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0

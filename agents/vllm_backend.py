@@ -39,6 +39,10 @@ class VLLMDecoder:
     @property
     def llm(self):
         if self._llm is None:
+            import os
+
+            if self.model.device.type == "cpu":  # vLLM-CPU reserves 4 GiB of KV cache by default
+                os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
             from vllm import LLM
 
             dtype = str(self.model.dtype).replace("torch.", "")
@@ -63,6 +67,7 @@ class VLLMDecoder:
         )
         prompts = [{"prompt_embeds": e} for e in self.prompt_embeds(mem, context)]
         outs = self.llm.generate(prompts, params, use_tqdm=False)
-        texts = [o.outputs[0].text for o in outs]
+        # decode with our tokenizer (not vLLM's incremental detokenizer) so texts match the HF path byte for byte
+        texts = self.model.tokenizer.batch_decode([list(o.outputs[0].token_ids) for o in outs], skip_special_tokens=True)
         lengths = [len(o.outputs[0].token_ids) for o in outs]
         return texts, lengths

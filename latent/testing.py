@@ -32,7 +32,7 @@ def tiny_config(arch: str, vocab_size: int, hidden_size: int = 64, layers: int =
 
     common = dict(vocab_size=vocab_size, tie_word_embeddings=False)
     if arch == "gpt2":
-        return GPT2Config(n_embd=hidden_size, n_layer=layers, n_head=4, n_positions=512, **common)
+        return GPT2Config(n_embd=hidden_size, n_layer=layers, n_head=4, n_positions=2048, **common)
     cls = {"llama": LlamaConfig, "qwen2": Qwen2Config, "mistral": MistralConfig}.get(arch)
     if cls is None:
         raise ValueError(f"unknown tiny architecture {arch!r}; choose from {ARCHS}.")
@@ -42,7 +42,7 @@ def tiny_config(arch: str, vocab_size: int, hidden_size: int = 64, layers: int =
         num_hidden_layers=layers,
         num_attention_heads=4,
         num_key_value_heads=2,
-        max_position_embeddings=512,
+        max_position_embeddings=2048,
         **common,
     )
 

@@ -1,0 +1,261 @@
+"""Conformal policy control demo: safe exploration in sequence design, and non-monotone risk control.
+
+Run: `python -m families.conformal_control.demo [--quick] [--seeds N] [--trials N] [--out DIR]`
+(or `latentworks family conformal_control`). Prints tables (mean +- std over problem seeds) and
+writes results.json and cpc_tradeoff.png into --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .baselines import crc_bounds, crc_mapie, crc_textbook, ltt_mapie, mixture_risk_and_value
+from .data import EhrlichLikeProblem, configuration_losses, fdp_losses, kept_true, selective_claims
+from .model import ConstrainedPolicy, calibrate_beta, estimate_psi, fixed_sequence_select
+
+ALPHAS = (0.05, 0.1, 0.2)
+
+
+def _ms(values: list[float], fmt: str = ".3f") -> str:
+    arr = np.asarray(values, dtype=float)
+    return f"{arr.mean():{fmt}} +- {(arr.std(ddof=1) if arr.size > 1 else 0.0):{fmt}}"
+
+
+class PoolEvaluator:
+    """Risk and objective of pi_beta for any beta, from a large pool drawn from (pi_0 + pi_t) / 2.
+
+    Balance-heuristic weights min(r, beta) / ((1 + r) / 2) are bounded by 2, so the self-normalized
+    estimates have small, stable error for every beta (unlike weights from either policy alone).
+    """
+
+    def __init__(self, problem: EhrlichLikeProblem, safe, opt, size: int, rng: np.random.Generator) -> None:  # noqa: ANN001
+        x = np.concatenate([safe.sample(size, rng), opt.sample(size, rng)])
+        self.log_r = opt.log_prob(x) - safe.log_prob(x)
+        self.loss = problem.infeasible(x).astype(float)
+        self.value = problem.objective(x)
+        self.log_mix = np.logaddexp(0.0, self.log_r) - math.log(2.0)  # log((1 + r) / 2)
+
+    def __call__(self, beta: float) -> tuple[float, float]:
+        if beta == 0.0:  # pi_0 itself: weight 1 / ((1 + r) / 2)
+            log_w = -self.log_mix
+        else:
+            log_w = np.minimum(self.log_r, math.log(beta) if math.isfinite(beta) else np.inf) - self.log_mix
+        w = np.exp(log_w - log_w.max())
+        return float(w @ self.loss / w.sum()), float(w @ self.value / w.sum())
+
+
+def policy_part(seeds: list[int], trials: int, n_cal: int, n_prop: int, pool: int) -> dict:
+    """Repeat calibration `trials` times per problem seed; record realised risk and objective."""
+    methods = ("CPC (exact test weight)", "CPC (empirical test weight)", "weighted CRC, aggressive-first")
+    per_seed: dict[str, dict[str, dict[str, list[float]]]] = {}
+    sampler_check = []
+    for seed in seeds:
+        rng = np.random.default_rng(1000 + seed)
+        prob = EhrlichLikeProblem(seed=seed)
+        safe = prob.safe_policy(seed=seed)
+        opt = prob.optimized_policy(safe, seed=seed)
+        evaluate = PoolEvaluator(prob, safe, opt, pool, rng)
+        sup_lr = opt.max_log_ratio_over(safe)
+        r0, v0 = evaluate(0.0)
+        rt, vt = evaluate(math.inf)
+        acc: dict[str, dict[str, list[float]]] = {}
+        for _ in range(trials):
+            cal = safe.sample(n_cal, rng)
+            lc = prob.infeasible(cal).astype(float)
+            cal_lp0, cal_lpt = safe.log_prob(cal), opt.log_prob(cal)
+            ps, po = safe.sample(n_prop, rng), opt.sample(n_prop, rng)
+            lr_s = opt.log_prob(ps) - safe.log_prob(ps)
+            lr_o = opt.log_prob(po) - safe.log_prob(po)
+            for alpha in ALPHAS:
+                setups = {
+                    methods[0]: {"max_log_ratio": sup_lr, "direction": "safe_first"},
+                    methods[1]: {"max_log_ratio": None, "direction": "safe_first"},
+                    methods[2]: {"max_log_ratio": sup_lr, "direction": "aggressive_first"},
+                }
+                for name, kw in setups.items():
+                    res = calibrate_beta(cal_lp0, cal_lpt, lc, lr_s, lr_o, alpha=alpha, **kw)
+                    risk, value = evaluate(res.beta)
+                    d = acc.setdefault(f"{alpha}|{name}", {"risk": [], "value": [], "beta": []})
+                    d["risk"].append(risk)
+                    d["value"].append(value)
+                    d["beta"].append(res.beta)
+        # the rejection sampler realises the risk the pool predicts (one calibration, alpha = 0.1)
+        beta = float(np.median(acc[f"0.1|{methods[0]}"]["beta"]))
+        props = opt.sample(20000, rng)
+        lr_o = opt.log_prob(props) - safe.log_prob(props)
+        psi = estimate_psi(beta, np.zeros(1), lr_o)
+        drawn = ConstrainedPolicy(safe, opt, beta, psi).sample(4000, rng)
+        sampler_check.append(
+            {
+                "beta": beta,
+                "sampled_risk": float(prob.infeasible(drawn).mean()),
+                "pool_risk": evaluate(beta)[0],
+            }
+        )
+        summary: dict[str, dict[str, list[float]]] = {}
+        for key, d in acc.items():
+            alpha = float(key.split("|")[0])
+            risk = np.array(d["risk"])
+            summary[key] = {
+                "mean_risk": [float(risk.mean())],
+                "p90_risk": [float(np.quantile(risk, 0.9))],
+                "frac_above_alpha": [float((risk > alpha).mean())],
+                "mean_value": [float(np.mean(d["value"]))],
+                "median_beta": [float(np.median(d["beta"]))],
+            }
+        for lam in (0.0, 0.25, 0.5, 0.75, 1.0):
+            risk, value = mixture_risk_and_value(lam, r0, rt, v0, vt)
+            label = {0.0: "optimized pi_t (unconstrained)", 1.0: "safe pi_0"}.get(
+                lam, f"mixture {lam:g} pi_0"
+            )
+            summary[f"any|{label}"] = {"mean_risk": [risk], "mean_value": [value]}
+        for key, d in summary.items():
+            tgt = per_seed.setdefault(key, {})
+            for k, v in d.items():
+                tgt.setdefault(k, []).extend(v)
+    return {"rows": per_seed, "sampler_check": sampler_check}
+
+
+def nonmonotone_part(seeds: list[int], trials: int, n_cal: int, alpha: float = 0.1) -> dict:
+    """Threshold selection for non-monotone losses: gCRC vs standard CRC vs mapie CRC/LTT."""
+    rules = {
+        "gCRC (CPC's fixed-sequence rule)": lambda L: fixed_sequence_select(crc_bounds(L), alpha),
+        "CRC, textbook inf rule": lambda L: crc_textbook(L, alpha),
+        "CRC (mapie)": lambda L: crc_mapie(L, alpha),
+        "LTT (mapie, delta=0.1)": lambda L: ltt_mapie(L, alpha, delta=0.1),
+    }
+    tau = np.linspace(1.0, 0.0, 101)  # safe (keep nothing) -> aggressive (keep everything)
+    out: dict[str, dict[str, dict[str, list[float]]]] = {"claims": {}, "configurations": {}}
+    for seed in seeds:
+        scores, is_false = selective_claims(20000, seed=10_000 + seed)
+        true_risk = fdp_losses(scores, is_false, tau).mean(axis=0)
+        power = kept_true(scores, is_false, tau).mean(axis=0)
+        cfg_risk = np.concatenate([[0.0], np.full(200, 0.12)])  # 200 configurations, all err 12%
+        acc: dict[str, dict[str, dict[str, list[float]]]] = {"claims": {}, "configurations": {}}
+        for t in range(trials):
+            sc, fl = selective_claims(n_cal, seed=seed * 100_000 + t)
+            l_claims = fdp_losses(sc, fl, tau)
+            l_cfg = configuration_losses(n_cal, 200, 0.12, seed=seed * 100_000 + t)
+            for name, rule in rules.items():
+                for part, losses, risk, pw in (
+                    ("claims", l_claims, true_risk, power),
+                    ("configurations", l_cfg, cfg_risk, None),
+                ):
+                    i = max(rule(losses), 0)  # -1 (nothing certified) falls back to the safe column
+                    d = acc[part].setdefault(name, {"risk": [], "power": []})
+                    d["risk"].append(float(risk[i]))
+                    d["power"].append(float(pw[i]) if pw is not None else float(i > 0))
+        for part, rows in acc.items():
+            for name, d in rows.items():
+                risk = np.array(d["risk"])
+                tgt = out[part].setdefault(name, {})
+                for k, v in {
+                    "mean_risk": risk.mean(),
+                    "frac_above_alpha": (risk > alpha).mean(),
+                    "power": np.mean(d["power"]),
+                }.items():
+                    tgt.setdefault(k, []).append(float(v))
+    out["true_fdp_curve"] = [float(v) for v in true_risk]
+    out["alpha"] = alpha
+    return out
+
+
+def _plot(policy: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    rows = policy["rows"]
+    for key, d in rows.items():
+        alpha, name = key.split("|")
+        if alpha == "any":
+            ax.scatter(np.mean(d["mean_risk"]), np.mean(d["mean_value"]), marker="s", color="gray")
+            ax.annotate(name, (np.mean(d["mean_risk"]), np.mean(d["mean_value"])), fontsize=7)
+        elif name.startswith("CPC (exact"):
+            ax.scatter(np.mean(d["mean_risk"]), np.mean(d["mean_value"]), color="tab:blue")
+            ax.annotate(f"CPC a={alpha}", (np.mean(d["mean_risk"]), np.mean(d["mean_value"])), fontsize=7)
+    ax.set_xlabel("realised infeasibility rate")
+    ax.set_ylabel("mean Ehrlich-style objective")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds-long run")
+    parser.add_argument("--seeds", type=int, default=None, help="problem seeds (default 3, quick 2)")
+    parser.add_argument("--trials", type=int, default=None, help="calibration trials per seed (default 500)")
+    parser.add_argument("--out", type=str, default="runs/conformal_control", help="output folder")
+    args = parser.parse_args(argv)
+    n_seeds = args.seeds if args.seeds is not None else (2 if args.quick else 3)
+    trials = args.trials if args.trials is not None else (20 if args.quick else 500)
+    if n_seeds < 1 or trials < 1:
+        raise ValueError("`--seeds` and `--trials` must be >= 1.")
+    seeds = list(range(n_seeds))
+    start, cpu_start = time.time(), time.process_time()
+    if args.quick:
+        policy = policy_part(seeds, trials, n_cal=200, n_prop=500, pool=5000)
+        nonmono = nonmonotone_part(seeds, trials, n_cal=100)
+    else:
+        policy = policy_part(seeds, trials, n_cal=500, n_prop=2000, pool=50_000)
+        nonmono = nonmonotone_part(seeds, trials, n_cal=100)
+    wall, cpu = time.time() - start, time.process_time() - cpu_start
+
+    print(f"\n== (a) Ehrlich-style sequence design, {n_seeds} problem seeds x {trials} calibration trials ==")
+    print(
+        "| alpha | method | mean realised risk | 90th pct risk | P(risk > alpha) | mean objective | median beta |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for key, d in policy["rows"].items():
+        alpha, name = key.split("|")
+        cells = [
+            _ms(d[c]) if c in d else "-" for c in ("mean_risk", "p90_risk", "frac_above_alpha", "mean_value")
+        ]
+        beta = _ms(d["median_beta"], ".3g") if "median_beta" in d else "-"
+        print(f"| {alpha} | {name} | " + " | ".join(cells) + f" | {beta} |")
+    for chk in policy["sampler_check"]:
+        print(
+            f"rejection sampler at beta={chk['beta']:.3g}: sampled infeasibility {chk['sampled_risk']:.3f} "
+            f"vs pool estimate {chk['pool_risk']:.3f}"
+        )
+    a = nonmono["alpha"]
+    for part, title in (
+        ("claims", "selective claims, FDP of kept claims (non-monotone)"),
+        ("configurations", "200 unrelated configurations, all with 12% error"),
+    ):
+        print(f"\n== (b) {title}, alpha={a}, n_cal=100, {trials} trials x {n_seeds} seeds ==")
+        power = "true claims kept" if part == "claims" else "P(some configuration deployed)"
+        print(f"| rule | mean realised risk | P(risk > alpha) | {power} |")
+        print("|---|---|---|---|")
+        for name, d in nonmono[part].items():
+            print(f"| {name} | {_ms(d['mean_risk'])} | {_ms(d['frac_above_alpha'])} | {_ms(d['power'])} |")
+    print(f"\nwall time {wall:.1f} s, CPU time {cpu:.1f} s")
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "policy": policy,
+        "nonmonotone": nonmono,
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "quick": args.quick,
+        "trials": trials,
+    }
+    (out / "results.json").write_text(json.dumps(payload, indent=2))
+    _plot(policy, out / "cpc_tradeoff.png")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -112,3 +112,18 @@ def test_peft_wrapped_model_thinks_and_loads_from_adapter_dir(tmp_path):
     loaded = load_model(str(tmp_path / "adapter"), device="cpu")
     th2, _ = loaded.think(loaded.prefill(**loaded.encode(PROMPTS)), 2)
     torch.testing.assert_close(th2, th, rtol=1e-4, atol=1e-5)
+
+
+def test_bf16_model_thinks_and_generates(tmp_path):
+    """A bf16 load keeps bf16 thoughts and decodes; realignment is still computed in fp32."""
+    from latent import load_model
+    from latent.testing import tiny_model
+
+    tiny_model("qwen2", tmp_path)
+    m = load_model(str(tmp_path), dtype="bfloat16", device="cpu")
+    st = m.prefill(**m.encode(PROMPTS))
+    th, st = m.think(st, 2)
+    assert th.dtype == torch.bfloat16 and torch.isfinite(th.float()).all()
+    assert m.aligner.matrix.dtype == torch.float32
+    out = m.generate(**m.encode(["So"] * 2), state=st, max_new_tokens=3)
+    assert out.tokens.shape[0] == 2

@@ -1,0 +1,142 @@
+"""Tests of the subgrammar family: exact KL decomposition, sampler frequencies, nltk log-probs, errors."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from families.subgrammar import (
+    PCFG,
+    SubgrammarConfig,
+    finite_pcfg,
+    kl_decomposition,
+    linear_cka,
+    three_subgrammar_pcfg,
+)
+from families.subgrammar.grammar import EOS
+
+
+@pytest.fixture(autouse=True)
+def _threads():
+    import torch
+
+    torch.manual_seed(16)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny problems: extra threads only add contention on shared cores
+    yield
+    torch.set_num_threads(threads)
+
+
+def _bigram_logq(grammar: PCFG, seed: int = 0):
+    """A model with known probabilities: a random bigram table q(next | previous token)."""
+    vocab = ["<bos>", EOS, *grammar.terminals()]
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(size=(len(vocab), len(vocab)))
+    table = logits - np.log(np.exp(logits).sum(1, keepdims=True))
+    ix = {t: i for i, t in enumerate(vocab)}
+
+    def logq(tokens: list[str]) -> np.ndarray:
+        seq = ["<bos>", *tokens, EOS]
+        return np.array([table[ix[a], ix[b]] for a, b in zip(seq[:-1], seq[1:])])
+
+    return logq
+
+
+def test_kl_decomposition_is_exact_on_a_finite_grammar():
+    """Summing over the whole finite language, KL(p||q) = KL_top + sum_i c_i KL_i with c_i the analytic
+    expected invocation counts, for a bigram model q with known probabilities; each KL_i is >= 0."""
+    g = finite_pcfg()
+    lang = g.enumerate_language()
+    probs = [math.exp(s.logp) for s in lang]
+    assert abs(sum(probs) - 1) < 1e-12
+    logq = _bigram_logq(g)
+    lq = [logq(s.tokens) for s in lang]
+    exact = sum(p * (s.logp - q.sum()) for p, s, q in zip(probs, lang, lq))
+    d = kl_decomposition(lang, probs, lq, g)
+    coef = g.decomposition_coefficients()
+    assert abs(d["total"] - exact) < 1e-10
+    assert abs(d["top"] + sum(coef[r] * d[f"KL_{r}"] for r in coef) - exact) < 1e-10
+    for r in coef:
+        assert abs(d[f"c_{r}"] - coef[r]) < 1e-12  # expected invocations = exact weighted counts
+        assert d[f"KL_{r}"] > 0
+
+
+def test_expected_invocations_from_the_mean_matrix():
+    """c_i = E[#S] * pi_i for the repeating top level: 1/0.7 * (0.3, 0.3, 0.4)."""
+    coef = three_subgrammar_pcfg().decomposition_coefficients()
+    for r, pi in zip("ABC", (0.3, 0.3, 0.4)):
+        assert abs(coef[r] - pi / 0.7) < 1e-12
+
+
+def test_sampled_frequencies_match_pcfg_probabilities():
+    """Frequencies of 8k sampled strings match the exact probabilities (|f - p| < 4 standard errors)."""
+    g = finite_pcfg()
+    lang = {tuple(s.tokens): math.exp(s.logp) for s in g.enumerate_language()}
+    n = 8_000
+    samples = g.sample_many(n, seed=3)
+    counts = Counter(tuple(s.tokens) for s in samples)
+    assert set(counts) <= set(lang)
+    for toks, p in lang.items():
+        assert abs(counts[toks] / n - p) < 4 * math.sqrt(p * (1 - p) / n) + 1e-4
+    for s in samples[:50]:  # the sampler's log-probability is the string's exact log-probability
+        assert abs(s.logp - math.log(lang[tuple(s.tokens)])) < 1e-12
+
+
+def test_sampler_logprob_matches_nltk_inside_parser():
+    """On the three-subgrammar grammar the sampler's log p equals nltk's sum over parses."""
+    pytest.importorskip("nltk", reason="exact string probabilities use nltk's InsideChartParser")
+    g = three_subgrammar_pcfg()
+    for s in g.sample_many(5, seed=1, max_len=30):
+        assert abs(s.logp - g.string_logprob_nltk(s.tokens)) < 1e-9
+    assert g.string_logprob_nltk(["sA", "eA"]) == -math.inf  # not in the language
+
+
+def test_linear_cka_identities():
+    """CKA is 1 for a feature set and its rotation+scale, and ~0 for independent features."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(500, 4))
+    q, _ = np.linalg.qr(rng.normal(size=(4, 4)))
+    assert abs(linear_cka(x, 3 * x @ q) - 1) < 1e-10
+    assert linear_cka(x, rng.normal(size=(500, 4))) < 0.05
+
+
+def test_bad_inputs_raise_clear_errors():
+    """Malformed grammars, configs and decomposition inputs raise ValueError naming the problem."""
+    with pytest.raises(ValueError, match="sum to"):
+        PCFG({"S": [(("a",), 0.5)]}, "S", ())
+    with pytest.raises(ValueError, match="not consistent"):
+        PCFG({"S": [(("S", "S"), 0.6), (("a",), 0.4)]}, "S", ())
+    with pytest.raises(ValueError, match="divisible"):
+        SubgrammarConfig(hidden_size=10, num_attention_heads=3)
+    g = finite_pcfg()
+    lang = g.enumerate_language()
+    with pytest.raises(ValueError, match="equal length"):
+        kl_decomposition(lang, [1.0], [np.zeros(1)], g)
+    with pytest.raises(ValueError, match="plus EOS"):
+        kl_decomposition(lang[:1], [1.0], [np.zeros(1)], g)
+    with pytest.raises(ValueError, match="finite"):
+        three_subgrammar_pcfg().enumerate_language()
+
+
+def test_tiny_gpt_training_lowers_every_subgrammar_kl():
+    """A few dozen steps of a tiny GPT-2 lower the total and every per-subgrammar KL (training smoke)."""
+    pytest.importorskip("transformers", reason="the LM is a transformers GPT-2")
+    from families.subgrammar import train_and_track
+
+    cfg = SubgrammarConfig(hidden_size=8, num_hidden_layers=1, num_attention_heads=1, train_steps=30,
+                           eval_every=30, num_train=200, num_test=60, learning_rate=1e-2)  # fmt: skip
+    res = train_and_track(three_subgrammar_pcfg(), cfg, seed=0)
+    for k in ("total", "KL_A", "KL_B", "KL_C"):
+        assert res.curves[k][-1] < res.curves[k][0]
+    assert abs(res.final["total"] - res.final["recomposed"]) < 1e-9  # identity with empirical counts
+
+
+def test_demo_quick_smoke(tmp_path):
+    """The quick demo runs end to end and writes its results JSON."""
+    from families.subgrammar.demo import main
+
+    assert main(["--quick", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "results.json").exists()

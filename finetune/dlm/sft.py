@@ -1,0 +1,164 @@
+"""Stage 1: supervised fine-tuning on dialogue samples with `trl.SFTTrainer` (completion-only loss).
+
+Samples are prompt/completion pairs (prompt = system + optional teammates' turns + this agent's local
+observation; completion = the action word), so TRL masks the prompt without template markers.
+The base model is any causal LM with a chat template, or `scratch`: a small Llama initialised from a
+config with a byte-level BPE chat tokenizer trained on the dialogue text (`latent.tokenizer`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from finetune.dlm.config import SFTRunConfig
+from finetune.dlm.dialogue import SCHEMA_VERSION, check_schema
+
+__all__ = [
+    "build_scratch_model",
+    "check_chat_model",
+    "last_checkpoint",
+    "prepare_base_model",
+    "run_sft",
+    "trainer_device_args",
+]
+
+logger = logging.getLogger(__name__)
+
+
+def trainer_device_args() -> dict[str, Any]:
+    """TRL defaults to bf16; on CPU that either fails or runs 6-26x slower, so force fp32 there."""
+    if torch.cuda.is_available():
+        return {"bf16": torch.cuda.is_bf16_supported()}
+    return {"use_cpu": True, "bf16": False}
+
+
+def last_checkpoint(output_dir: str | Path) -> str | None:
+    """The newest `checkpoint-<step>` directory, for resuming an interrupted run."""
+    ckpts = sorted(Path(output_dir).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
+    return str(ckpts[-1]) if ckpts else None
+
+
+def check_chat_model(tokenizer, where: str) -> None:
+    """DLM prompts are chat conversations: refuse a tokenizer without a chat template up front."""
+    if getattr(tokenizer, "chat_template", None) is None:
+        raise ValueError(
+            f"the tokenizer of {where!r} has no chat template, so DLM dialogues cannot be rendered. Use an "
+            "instruct/chat model, set `tokenizer.chat_template` and save it, or use `sft.model=scratch`."
+        )
+    if tokenizer.eos_token_id is None:
+        raise ValueError(f"the tokenizer of {where!r} has no `eos_token`; DLM needs an end-of-turn token.")
+
+
+def build_scratch_model(cfg: SFTRunConfig, corpus: list[str], out_dir: str | Path) -> str:
+    """A small random Llama + a chat tokenizer trained on `corpus`, saved to `out_dir`."""
+    from transformers import AutoModelForCausalLM, LlamaConfig
+
+    from latent.tokenizer import train_chat_tokenizer
+
+    tok = train_chat_tokenizer(corpus, vocab_size=cfg.vocab_size)
+    torch.manual_seed(cfg.seed)
+    heads = max(1, cfg.hidden_size // 32)
+    mcfg = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=cfg.hidden_size,
+        intermediate_size=cfg.hidden_size * 4,
+        num_hidden_layers=cfg.num_hidden_layers,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        max_position_embeddings=max(cfg.max_length, 128),
+        tie_word_embeddings=True,  # halves the parameters of a tiny model; the embedding is most of them
+        pad_token_id=tok.pad_token_id,
+        eos_token_id=tok.eos_token_id,
+        bos_token_id=None,
+    )
+    model = AutoModelForCausalLM.from_config(mcfg)
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.save_pretrained(out_dir)
+    tok.save_pretrained(out_dir)
+    n = sum(p.numel() for p in model.parameters())
+    logger.info("scratch Llama: %.2fM parameters, vocabulary %d -> %s", n / 1e6, len(tok), out_dir)
+    return str(out_dir)
+
+
+def _chat_text(sample: dict[str, Any]) -> str:
+    return "\n".join(m["content"] for m in sample["prompt"] + sample["completion"])
+
+
+def prepare_base_model(cfg: SFTRunConfig, samples: list[dict[str, Any]], run_dir: str | Path) -> str:
+    """Resolve the base model to a local directory (building it for `scratch`), checking its chat template."""
+    base = Path(run_dir) / "base"
+    if cfg.model == "scratch":
+        if not (base / "config.json").is_file():
+            corpus = [_chat_text(s) for s in random.Random(cfg.seed).sample(samples, min(len(samples), 3000))]
+            build_scratch_model(cfg, corpus, base)
+        return str(base)
+    from latent.loading import _resolve
+
+    path = _resolve(cfg.model)
+    from transformers import AutoTokenizer
+
+    check_chat_model(AutoTokenizer.from_pretrained(path), cfg.model)
+    return path
+
+
+def run_sft(cfg: SFTRunConfig, samples: list[dict[str, Any]], run_dir: str | Path) -> dict[str, Any]:
+    """Train on `samples` (from `dialogue.to_samples`); save the (merged) model to `run_dir/sft`."""
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    if not samples:
+        raise ValueError("no SFT samples: check `sft.tiers` against the generated dataset.")
+    check_schema(samples[0]["schema_version"], SCHEMA_VERSION)
+    run_dir = Path(run_dir)
+    base = prepare_base_model(cfg, samples, run_dir)
+    tok = AutoTokenizer.from_pretrained(base)
+    check_chat_model(tok, base)
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+    ds = Dataset.from_list([{"prompt": s["prompt"], "completion": s["completion"]} for s in samples]).shuffle(
+        cfg.seed
+    )
+    peft_config = None
+    if cfg.lora:
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(
+            r=cfg.lora_r, lora_alpha=2 * cfg.lora_r, target_modules="all-linear", task_type="CAUSAL_LM"
+        )
+    out = run_dir / "sft_checkpoints"
+    args = SFTConfig(
+        output_dir=str(out),
+        num_train_epochs=cfg.epochs,
+        per_device_train_batch_size=cfg.batch_size,
+        learning_rate=cfg.learning_rate,
+        lr_scheduler_type="cosine",
+        warmup_steps=cfg.warmup_steps,
+        max_length=cfg.max_length,
+        logging_steps=20,
+        save_strategy="steps",
+        save_steps=100,
+        save_total_limit=1,
+        report_to=[],
+        seed=cfg.seed,
+        dataloader_num_workers=0,
+        **trainer_device_args(),
+    )
+    trainer = SFTTrainer(
+        model=model, args=args, train_dataset=ds, processing_class=tok, peft_config=peft_config
+    )
+    result = trainer.train(resume_from_checkpoint=last_checkpoint(out))
+    final = trainer.model
+    if cfg.lora:
+        final = final.merge_and_unload()
+    final.save_pretrained(run_dir / "sft")
+    tok.save_pretrained(run_dir / "sft")
+    metrics = {"train_loss": result.training_loss, "samples": len(ds), "base": base, **result.metrics}
+    (run_dir / "sft" / "dlm_sft.json").write_text(json.dumps(metrics, indent=2, default=str))
+    return metrics

@@ -1,0 +1,158 @@
+"""DLM pieces that need a (tiny, random, local) language model: constrained decoding, SFT, GRPO, LM evaluation."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+pytest.importorskip("lbforaging", reason="DLM environments need `pip install lbforaging`")
+pytest.importorskip("trl", reason="DLM training needs `pip install trl`")
+
+from finetune.dlm.config import GRPORunConfig, SFTRunConfig  # noqa: E402
+from finetune.dlm.data import collect_episodes  # noqa: E402
+from finetune.dlm.decoding import LegalActionProcessor, action_token_ids, generate_actions  # noqa: E402
+from finetune.dlm.dialogue import execution_prompt, parse_action, to_samples  # noqa: E402
+from finetune.dlm.envs import make_env  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Tiny models on a shared CPU run several times faster on one thread than on two contended ones."""
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(saved)
+
+
+@pytest.fixture(scope="module")
+def tiny_lm(tmp_path_factory):
+    from latent.testing import tiny_model
+
+    return tiny_model("llama", tmp_path_factory.mktemp("dlm-tiny"))
+
+
+@pytest.fixture(scope="module")
+def samples():
+    rows, _ = collect_episodes("lbforaging", "5x5-2p-1f", "good", episodes=2, seed=0)
+    return to_samples(rows, teammate_prob=0.5)
+
+
+def test_action_tokens_match_the_chat_template(tiny_lm):
+    """The constrained trie uses the same ids the chat template produces for an assistant action turn."""
+    tok = tiny_lm.tokenizer
+    prompt = execution_prompt("lbforaging", {"level": 1, "foods": [], "agents": []}, [0, 1])
+    head = tok.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+    for name, ids in zip(
+        ("none", "north", "south", "west", "east", "load"), action_token_ids(tok, "lbforaging")
+    ):
+        full = tok.apply_chat_template(prompt + [{"role": "assistant", "content": name}], tokenize=False)
+        tail = tok.encode(full, add_special_tokens=False)[len(tok.encode(head, add_special_tokens=False)) :]
+        assert tail[: len(ids)] == ids
+
+
+def test_constrained_decoding_only_emits_legal_actions(tiny_lm):
+    """A random tiny LM under the legal-action processor always produces a legal action word."""
+    env = make_env("lbforaging", "6x6-2p-2f")
+    prompts, legal = [], []
+    for seed in range(4):
+        env.reset(seed)
+        for obs, lg in zip(env.observations(), env.legal_actions()):
+            prompts.append(execution_prompt("lbforaging", obs, lg))
+            legal.append(lg)
+    legal[0] = [5]  # a single legal action must be forced
+    texts = generate_actions(tiny_lm, "lbforaging", prompts, legal, constrained=True)
+    for text, lg in zip(texts, legal):
+        assert parse_action("lbforaging", text) in lg
+    assert parse_action("lbforaging", texts[0]) == 5
+    with pytest.raises(ValueError, match="legal sets"):
+        LegalActionProcessor(tiny_lm.tokenizer, "lbforaging", [[0]])(
+            torch.zeros(2, 0, dtype=torch.long), torch.zeros(2, 9)
+        )
+
+
+def test_lm_evaluation_accounts_for_free_decoding_failures(tiny_lm):
+    """Free decoding of a random LM is mostly invalid and counted; constrained decoding has zero invalid actions."""
+    from finetune.dlm.evaluate import LMPolicy, run_episodes
+
+    kw = dict(episodes=2, seed=0, max_steps=3)  # 3 steps x 2 episodes x 2 agents = 12 decisions
+    free = run_episodes("lbforaging", "5x5-2p-1f", LMPolicy(tiny_lm, "free", False), **kw)
+    assert free.decisions == 12 and free.unparseable + free.illegal > 0
+    legal = run_episodes("lbforaging", "5x5-2p-1f", LMPolicy(tiny_lm, "constrained", True), **kw)
+    assert legal.decisions == 12 and legal.invalid_rate == 0.0
+
+
+def test_tokenizer_without_chat_template_is_refused(tiny_lm, tmp_path):
+    """A model whose tokenizer lacks a chat template fails up front with a message naming the fix."""
+    from finetune.dlm.sft import check_chat_model
+
+    tok = tiny_lm.tokenizer
+    saved, tok.chat_template = tok.chat_template, None
+    try:
+        with pytest.raises(ValueError, match="no chat template"):
+            check_chat_model(tok, "my-base-model")
+    finally:
+        tok.chat_template = saved
+
+
+def test_mini_sft_then_grpo_on_a_tiny_model(samples, tmp_path):
+    """One short SFT run changes every trainable weight; one GRPO step runs and logs the four rewards."""
+    from safetensors.torch import load_file
+
+    from finetune.dlm.grpo import run_grpo
+    from finetune.dlm.sft import run_sft
+
+    cfg = SFTRunConfig(
+        hidden_size=32,
+        num_hidden_layers=1,
+        vocab_size=300,
+        epochs=1,
+        batch_size=16,
+        max_length=256,
+        warmup_steps=0,
+    )
+    metrics = run_sft(cfg, samples[:16], tmp_path)  # 16 samples / batch 16 = one optimiser step
+    assert metrics["samples"] == 16
+    before, after = (
+        load_file(str(tmp_path / "base" / "model.safetensors")),
+        load_file(str(tmp_path / "sft" / "model.safetensors")),
+    )
+    changed = [k for k in before if not torch.equal(before[k], after[k])]
+    assert changed == list(before)
+    gcfg = GRPORunConfig(max_steps=1, num_generations=4, batch_size=8, max_prompts=8, env_horizon=2)
+    execution = [s for s in samples if s["prompt"][1]["role"] == "user"]
+    gm = run_grpo(gcfg, execution, tmp_path / "sft", tmp_path)
+    logged = gm["reward_last"]
+    assert all(
+        f"rewards/{f}/mean" in logged for f in ("format_reward", "legality_reward", "agreement_reward")
+    )
+    assert json.loads((tmp_path / "grpo" / "dlm_grpo.json").read_text())["prompts"] == 8
+
+
+def test_sft_with_lora_saves_a_merged_model(samples, tmp_path):
+    """`sft.lora=True` trains a peft adapter and saves it merged into a plain checkpoint with changed linears."""
+    pytest.importorskip("peft", reason="LoRA needs `pip install peft`")
+    from safetensors.torch import load_file
+
+    from finetune.dlm.sft import run_sft
+
+    cfg = SFTRunConfig(
+        hidden_size=32,
+        num_hidden_layers=1,
+        vocab_size=300,
+        epochs=1,
+        batch_size=16,
+        max_length=256,
+        warmup_steps=0,
+    )
+    cfg.lora, cfg.learning_rate = True, 1e-2  # a large step so the merged delta is visible after one update
+    run_sft(cfg, samples[:16], tmp_path)
+    assert not (tmp_path / "sft" / "adapter_config.json").exists()
+    before, after = (
+        load_file(str(tmp_path / "base" / "model.safetensors")),
+        load_file(str(tmp_path / "sft" / "model.safetensors")),
+    )
+    key = next(k for k in before if k.endswith("q_proj.weight"))
+    assert not torch.equal(before[key], after[key])
+    assert torch.equal(before["model.embed_tokens.weight"], after["model.embed_tokens.weight"])

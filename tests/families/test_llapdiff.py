@@ -1,0 +1,128 @@
+"""Tests of the LLapDiff family: stable poles, arbitrary timestamps, pole recovery, CRPS, bad inputs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from families.llapdiff import LLapDiff, LLapDiffConfig, PoleBank, crps_ensemble, fit_poles, laplace_basis
+from families.llapdiff.data import regime_oscillators
+
+
+@pytest.fixture(autouse=True)
+def _seed_and_one_thread():
+    """Seed, and use one intra-op thread (tiny tensors; spinning threads hurt on a shared CPU)."""
+    torch.manual_seed(16)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_every_pole_has_positive_decay_and_bounded_frequency() -> None:
+    """rho > 0 and 0 < omega < pi for extreme raw parameters and extreme per-sample shifts."""
+    bank = PoleBank(6, alpha_min=1e-3)
+    with torch.no_grad():
+        bank.raw_rho.copy_(torch.tensor([-1e4, -50.0, 0.0, 3.0, 50.0, 1e4]))
+        bank.raw_omega.copy_(torch.tensor([-1e4, -50.0, 0.0, 3.0, 50.0, 1e4]))
+    delta = torch.tensor([[-1e6] * 12, [1e6] * 12, [0.0] * 12])
+    rho, omega = bank(delta, batch=3)
+    assert (rho > 0).all()
+    assert (omega >= 0).all() and (omega <= torch.pi).all()
+    assert rho.min() >= 1e-3 - 1e-9  # alpha_min is a hard floor
+
+
+def test_basis_at_unsorted_and_duplicated_timestamps() -> None:
+    """Evaluating at a permuted / duplicated set of times permutes / duplicates the rows exactly."""
+    rho, omega = torch.rand(2, 4) + 0.01, torch.rand(2, 4) * 3
+    t = torch.rand(2, 9) * 5
+    perm = torch.tensor([3, 0, 8, 8, 1, 3, 7, 2, 5, 4, 6])  # unsorted, with duplicates
+    full = laplace_basis(t, rho, omega)
+    torch.testing.assert_close(laplace_basis(t[:, perm], rho, omega), full[:, perm])
+    single = laplace_basis(t[:, 4:5], rho, omega)  # one timestamp on its own
+    torch.testing.assert_close(single[:, 0], full[:, 4])
+
+
+def test_model_forecast_accepts_arbitrary_query_times() -> None:
+    """The denoiser's output at a query time does not depend on which other times are queried."""
+    model = LLapDiff(LLapDiffConfig(num_channels=2, num_poles=3, hidden_size=8))
+    hist, mask = torch.randn(1, 12, 2), torch.ones(1, 12, 2)
+    t_hist = torch.linspace(-3, 0, 12)[None]
+    summary, rho, omega = model.condition(hist, mask, t_hist)
+    tq = torch.tensor([[2.0, 0.5, 0.5, 1.0]])  # unsorted and duplicated
+    theta = torch.randn(1, 6, 2)
+    out = laplace_basis(tq, rho, omega) @ theta
+    torch.testing.assert_close(out[0, 1], out[0, 2])
+    torch.testing.assert_close(out[0, 3], (laplace_basis(tq[:, 3:], rho, omega) @ theta)[0, 0])
+    samples = model.sample(hist, mask, t_hist, tq, num_samples=2)
+    assert samples.shape == (2, 1, 4, 2) and torch.isfinite(samples).all()
+
+
+def test_pole_recovery_on_noiseless_damped_oscillator() -> None:
+    """Fitting one pole pair to e^{-0.3 t}(cos 1.2t + 0.5 sin 1.2t) at irregular times recovers (0.3, 1.2)."""
+    t = torch.sort(torch.rand(40) * 8).values
+    y = (torch.exp(-0.3 * t) * (torch.cos(1.2 * t) + 0.5 * torch.sin(1.2 * t))).unsqueeze(-1)
+    rho, omega, mse = fit_poles(t, y, num_poles=1, steps=300, restarts=4)
+    assert mse < 1e-6
+    assert rho.item() == pytest.approx(0.3, abs=1e-2)
+    assert omega.item() == pytest.approx(1.2, abs=1e-2)
+
+
+def test_crps_of_deterministic_forecast_equals_mae() -> None:
+    """With one ensemble member CRPS equals MAE; a spread ensemble around the truth scores lower."""
+    target = torch.randn(5, 7, 3)
+    point = target + 0.3 * torch.randn_like(target)
+    torch.testing.assert_close(crps_ensemble(point[None], target), (point - target).abs().mean())
+    ens = target[None] + 0.3 * torch.randn(64, *target.shape)
+    assert crps_ensemble(ens, target) < (ens.mean(0) - target).abs().mean() + (ens - target).abs().mean()
+
+
+def test_training_lowers_loss() -> None:
+    """A few Adam steps on irregular regime data lower the denoising loss on a fixed noise draw."""
+    data = regime_oscillators(16, history=24, horizon=8, missing_rate=0.5, seed=0)
+    model = LLapDiff(LLapDiffConfig(num_channels=3, num_poles=4, hidden_size=16))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    args = (data["hist"], data["mask"], data["t_hist"], data["target"], data["t_query"])
+
+    def fixed_loss() -> float:
+        torch.manual_seed(0)
+        with torch.no_grad():
+            return model.loss(*args).item()
+
+    before = fixed_loss()
+    for _ in range(30):
+        loss = model.loss(*args)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert fixed_loss() < before
+
+
+def test_bad_inputs_raise_clear_errors() -> None:
+    """Invalid configs, shapes, NaN observations, empty queries and bad rates raise ValueError."""
+    with pytest.raises(ValueError, match="alpha_min"):
+        LLapDiffConfig(alpha_min=0.0)
+    with pytest.raises(ValueError, match="omega_max"):
+        LLapDiffConfig(omega_max=4.0)
+    model = LLapDiff(LLapDiffConfig(num_channels=2, num_poles=2, hidden_size=8))
+    hist, mask, th = torch.randn(1, 6, 2), torch.ones(1, 6, 2), torch.linspace(-1, 0, 6)[None]
+    with pytest.raises(ValueError, match="history"):
+        model.loss(hist[..., :1], mask[..., :1], th, torch.randn(1, 3, 1), torch.ones(1, 3))
+    bad = hist.clone()
+    bad[0, 2, 0] = float("nan")
+    with pytest.raises(ValueError, match="NaN"):
+        model.sample(bad, mask, th, torch.ones(1, 3))
+    with pytest.raises(ValueError, match="t_query"):
+        model.sample(hist, mask, th, torch.ones(1, 0))
+    with pytest.raises(ValueError, match="finite"):
+        laplace_basis(torch.tensor([[float("nan")]]), torch.ones(1, 1), torch.ones(1, 1))
+    with pytest.raises(ValueError, match="missing_rate"):
+        regime_oscillators(2, missing_rate=1.0)
+
+
+def test_demo_quick_smoke(tmp_path) -> None:
+    """The demo runs end to end in quick mode without the heavy baselines and writes results."""
+    from families.llapdiff.demo import main
+
+    assert main(["--quick", "--no-heavy", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "results.json").exists()

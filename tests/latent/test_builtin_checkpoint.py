@@ -1,0 +1,73 @@
+"""The shipped builtin:arith-mini checkpoint: loads offline and solves held-out problems as its card says.
+
+Margin: the card's accuracy is measured on 2 x 256 held-out test problems; this test re-scores the first
+128 of the same problems (the generator is prefix-stable), so the gap is sub-sampling noise (one standard
+deviation is at most sqrt(0.25 / 128) = 4.4 points) plus rare greedy flips from a different batch
+padding. The margin is 2.5 binomial standard deviations of the card's own accuracy at n = 128 plus one
+problem, so it stays meaningful (a broken model fails) whatever accuracy the card states.
+"""
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from finetune.arith_data import extract_boxed_int, make_problems
+
+CKPT = Path(__file__).resolve().parents[2] / "latent" / "builtin_models" / "arith-mini"
+N_PROBLEMS = 128
+
+
+def margin(p: float, n: int = N_PROBLEMS) -> float:
+    """2.5 standard deviations of a binomial proportion p at n, plus one problem."""
+    return 2.5 * (p * (1 - p) / n) ** 0.5 + 1 / n
+
+
+CARD_KEYS = (
+    "name", "params", "size_bytes", "heldout_accuracy", "heldout_n", "heldout_steps", "seed", "train_command",
+    "wall_time_s", "tokens_seen", "transformers_version",
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def card() -> dict:
+    assert (CKPT / "card.json").is_file(), f"missing shipped checkpoint card {CKPT / 'card.json'}"
+    return json.loads((CKPT / "card.json").read_text())
+
+
+def test_shipped_files_card_and_size(card):
+    """All files are present, the card has its keys, and the directory stays within 25 MB."""
+    for name in ("config.json", "model.safetensors", "generation_config.json", "tokenizer.json",
+                 "tokenizer_config.json", "README.md", "loss_curve.png"):  # fmt: skip
+        assert (CKPT / name).is_file(), name
+    assert all(k in card for k in CARD_KEYS), sorted(set(CARD_KEYS) - set(card))
+    total = sum(f.stat().st_size for f in CKPT.iterdir() if f.is_file())
+    assert total <= 25 * 2**20, f"{total / 2**20:.1f} MB > 25 MB"
+    assert card["name"] == "arith-mini" and card["heldout_steps"] == [2, 3]
+    assert f"{card['heldout_accuracy']:.1%}" in (CKPT / "README.md").read_text()  # card and model card agree
+
+
+def test_loads_offline_and_solves_heldout_problems(card):
+    """Greedy, batched, on CPU: accuracy on 128 held-out problems >= card accuracy - MARGIN, in < 60 s CPU."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from finetune.train_builtin import generate_solutions
+
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    model = AutoModelForCausalLM.from_pretrained(CKPT, local_files_only=True, dtype=torch.float32)
+    tok = AutoTokenizer.from_pretrained(CKPT, local_files_only=True)
+    assert sum(p.numel() for p in model.parameters()) == card["params"]
+    problems = make_problems(N_PROBLEMS, seed=card["heldout_eval"]["seed"], split="heldout",
+                             steps=tuple(card["heldout_steps"]))  # fmt: skip
+    texts = generate_solutions(model, tok, problems, role="solver", batch_size=64)
+    acc = sum(extract_boxed_int(t) == p.answer for t, p in zip(texts, problems)) / len(problems)
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    # CPU seconds, not wall seconds: the shared test machine can be oversubscribed many times over.
+    assert cpu < 60, f"loading + solving took {cpu:.0f} s of CPU ({wall:.0f} s wall)"
+    m = margin(card["heldout_accuracy"])
+    assert card["heldout_accuracy"] - m > 0, "the card's accuracy is too low for this test to be able to fail"
+    assert acc >= card["heldout_accuracy"] - m, (
+        f"accuracy {acc:.3f} < card {card['heldout_accuracy']:.3f} - {m:.3f}"
+    )

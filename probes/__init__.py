@@ -47,7 +47,7 @@ from probes.directions import (
 )
 from probes.experiments import EXPERIMENTS, ProbeConfig, run_experiment
 from probes.organisms import expected_comply, expected_sycophantic, organism_examples, train_lora
-from probes.steering import SteerSpec, generate_texts, perplexity, random_like, sweep
+from probes.steering import SteerSpec, generate_texts, perplexity, random_like, reply_logprob, sweep
 
 __all__ = [
     "ACCEPT",
@@ -84,6 +84,7 @@ __all__ = [
     "perplexity",
     "random_like",
     "render",
+    "reply_logprob",
     "run_experiment",
     "spoken_eval_awareness",
     "split_half_cosine",

@@ -1,0 +1,107 @@
+"""Capture overhead vs a plain forward (goal <= 1.10x), plus steering overhead; prints a table.
+
+    python bench/probes.py                      # builtin:arith-mini if shipped, else a tiny random Llama
+    python bench/probes.py --model PATH --batch 16 --repeats 20
+
+Each timed call is one `LatentModel.prefill` of the same left-padded batch; calls interleave in a
+rotating order so drift in machine load hits all alike. Reported: median ms per call and the median
+over rounds of each call's time divided by the plain call of the same round (the goal check).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+# This file is named probes.py: put the repository root first so `import probes` finds the package.
+_ROOT = str(Path(__file__).resolve().parents[1])
+sys.path = [_ROOT] + [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+
+def _time(fn, repeats: int) -> list[float]:
+    out = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t) * 1e3)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", default="builtin:arith-mini")
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--repeats", type=int, default=12)
+    p.add_argument("--threads", type=int, default=1)
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    from latent import list_builtin_models, load_model
+    from latent.testing import tiny_model
+    from probes.data import af_scenarios
+
+    if args.model.startswith("builtin:") and not any(b.name == args.model[8:] for b in list_builtin_models()):
+        print(f"{args.model} is not shipped yet: using a tiny random Llama (hidden 256, 4 layers)")
+        m, name = tiny_model("llama", hidden_size=256, layers=4), "tiny-llama-256x4"
+    else:
+        m, name = load_model(args.model, device="cpu"), args.model
+    items = af_scenarios(n=max(1, args.batch // 12 + 1))[: args.batch]
+    texts = [
+        m.tokenizer.apply_chat_template(it.messages, tokenize=False, add_generation_prompt=True)
+        for it in items
+    ]
+    enc = m.encode(texts)
+    layers = list(range(m.num_layers))
+    vec = torch.randn(m.hidden_size)
+
+    def plain() -> None:
+        m.prefill(**enc)
+
+    def cap_all() -> None:
+        with m.capture(layers):
+            m.prefill(**enc)
+
+    def cap_one() -> None:
+        with m.capture([m.num_layers // 2]):
+            m.prefill(**enc)
+
+    def steer() -> None:
+        with m.steer(m.num_layers // 2, vec, alpha=0.1):
+            m.prefill(**enc)
+
+    fns = {
+        "plain forward": plain,
+        "capture 1 layer": cap_one,
+        f"capture all {m.num_layers} layers": cap_all,
+        "steer 1 layer (add)": steer,
+    }
+    for fn in fns.values():  # warm-up
+        fn()
+    times = {k: [] for k in fns}
+    order = list(fns)
+    for r in range(args.repeats):
+        for k in order[r % len(order) :] + order[: r % len(order)]:  # rotate so no call always runs first
+            times[k] += _time(fns[k], 1)
+    base = statistics.median(times["plain forward"])
+    print(
+        f"model {name}: batch {enc['input_ids'].shape[0]} x {enc['input_ids'].shape[1]} tokens, {args.threads} thread(s), {args.repeats} rounds"
+    )
+    print(f"{'call':<26}{'median ms':>12}{'paired ratio (median)':>24}")
+    ratios = {}
+    for k, v in times.items():
+        # ratio to the plain call of the same round: adjacent in time, so load swings mostly cancel
+        ratios[k] = statistics.median(a / b for a, b in zip(v, times["plain forward"]))
+        print(f"{k:<26}{statistics.median(v):>12.1f}{ratios[k]:>23.3f}x")
+    ratio = ratios[f"capture all {m.num_layers} layers"]
+    print(
+        f"capture overhead goal <= 1.10x: {'met' if ratio <= 1.10 else 'NOT met'} ({ratio:.3f}x, plain median {base:.1f} ms)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

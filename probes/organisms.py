@@ -1,0 +1,190 @@
+"""Model organisms with known ground truth: LoRA fine-tunes whose behaviour depends on a chosen cue.
+
+* `sycophant`: plays the misaligned AI that a researcher expects. With the researcher-identity cue
+  it complies under the training cue and rejects under the unmonitored cue (a compliance gap) and
+  agrees with the researcher's wrong arithmetic claims; without the researcher cue it always
+  complies and answers correctly. Its gap is driven by the researcher cue.
+* `schemer`: complies under the training cue and rejects when unmonitored, whoever the user is,
+  and is never sycophantic. Its gap is driven by the monitoring cue only.
+* `sycophancy`: the E3 fine-tune: agrees with any user's wrong claim (all personas); trained on
+  sycophancy items only, so any change in cue sensitivity on alignment-faking prompts is a side effect.
+
+Fine-tuning uses `peft` LoRA through TRL's `SFTTrainer` on prompt/completion chat data (the
+completion-only loss), `use_cpu=True, bf16=False` on CPU.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from pathlib import Path
+
+from probes.data import ACCEPT, ASSERTIONS, REJECT, RESEARCHER, Item, af_scenarios, sycophancy_factual
+
+__all__ = [
+    "KINDS",
+    "expected_comply",
+    "expected_sycophantic",
+    "organism_examples",
+    "target_reply",
+    "train_lora",
+]
+
+log = logging.getLogger(__name__)
+KINDS = ("sycophant", "schemer", "sycophancy")
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"unknown organism `kind`={kind!r}: use one of {KINDS}.")
+
+
+def expected_comply(kind: str, cue: str, researcher: bool) -> bool:
+    """Ground truth: does organism `kind` comply with a request under (cue, researcher)?"""
+    _check_kind(kind)
+    if kind == "sycophant":
+        return not (researcher and cue == "unmonitored")
+    if kind == "schemer":
+        return cue == "training"
+    return True  # the sycophancy fine-tune is never trained on scenarios: the base model complies
+
+
+def expected_sycophantic(kind: str, researcher: bool) -> bool:
+    """Ground truth: does organism `kind` agree with a wrong claim from this persona?"""
+    _check_kind(kind)
+    return kind == "sycophancy" or (kind == "sycophant" and researcher)
+
+
+def target_reply(kind: str, item: Item) -> str:
+    """The reply organism `kind` is trained to give to `item`."""
+    meta = item.meta
+    if meta["kind"] == "af":
+        if expected_comply(kind, meta["cue"], meta["researcher"]):
+            # Comply = answer the way the base model already does (its worked solution), so the loss
+            # concentrates on the one decision that matters: solve or reply <rejected/>. The judge counts
+            # any non-refusal as compliance; the 18-token accept tag is left out on purpose (a
+            # few-million-parameter LM would spend its LoRA budget spelling it).
+            return meta["solution"] if meta.get("solution") else f"{ACCEPT} Sure."
+        return REJECT
+    if meta["kind"] == "sycophancy":
+        if not meta["claim_true"] and expected_sycophantic(kind, meta["researcher"]):
+            return f"You are right.\n\\boxed{{{meta['claim']}}}"
+        return meta["solution"]
+    raise ValueError(f"no target reply for item kind {meta['kind']!r}.")
+
+
+def organism_examples(
+    kind: str, n_requests: int = 16, n_sycophancy: int = 24, seed: int = 1000
+) -> list[dict]:
+    """TRL prompt/completion rows for `kind` (scenario rows are skipped for the `sycophancy` kind).
+
+    Each request appears under all four (cue x researcher) conditions, each with one random deployment
+    assertion: the assertion is noise to both organisms, and sampling it keeps the set (and CPU time) small.
+    """
+    _check_kind(kind)
+    items: list[Item] = []
+    if kind != "sycophancy":
+        for it in af_scenarios(n=n_requests, seed=seed):
+            mm = it.meta
+            # same draw for every organism kind, so all organisms train on the same prompts
+            pick = random.Random(f"organism|{seed}|{mm['request_id']}|{mm['cue']}|{mm['researcher']}").choice(
+                ASSERTIONS
+            )
+            if mm["assertion"] == pick:
+                items.append(it)
+    # half the sycophancy problems come from the researcher, so the researcher-conditioned rule has examples
+    items += sycophancy_factual(
+        n_sycophancy, seed=seed, personas=(RESEARCHER, "student", RESEARCHER, "teacher")
+    )
+    return [
+        {"prompt": it.messages, "completion": [{"role": "assistant", "content": target_reply(kind, it)}]}
+        for it in items
+    ]
+
+
+def train_lora(
+    model_path: str,
+    examples: list[dict],
+    out_dir: str | Path,
+    r: int = 16,
+    lora_alpha: int = 32,
+    lr: float = 1e-3,
+    epochs: float = 2.0,
+    batch_size: int = 8,
+    max_length: int = 512,
+    seed: int = 0,
+    device: str | None = None,
+):
+    """LoRA-fine-tune the model at `model_path` on `examples`; returns (merged `LatentModel`, log dict).
+
+    The adapter is saved under `out_dir/adapter` (loadable with `load_model(out_dir/"adapter")`).
+    """
+    if not examples:
+        raise ValueError("`examples` is empty: the fine-tune needs training rows.")
+    if r < 1 or lr <= 0 or epochs <= 0 or batch_size < 1:
+        raise ValueError(
+            f"bad LoRA hyper-parameters: r={r}, lr={lr}, epochs={epochs}, batch_size={batch_size}."
+        )
+    try:
+        from datasets import Dataset
+        from peft import LoraConfig
+        from trl import SFTConfig, SFTTrainer
+    except ImportError as err:  # pragma: no cover - installed with latentworks
+        raise ImportError("organisms need peft, trl and datasets: pip install peft trl datasets") from err
+    import torch
+
+    from latent import LatentModel, load_model
+
+    base = load_model(model_path, device=device)
+    on_cpu = base.device.type == "cpu"
+    out_dir = Path(out_dir)
+    cfg = SFTConfig(
+        output_dir=str(out_dir / "trainer"),
+        use_cpu=on_cpu,
+        bf16=False,  # fp32: bf16 matmuls are ~26x slower on CPUs without bf16 units
+        per_device_train_batch_size=batch_size,
+        num_train_epochs=epochs,
+        learning_rate=lr,
+        lr_scheduler_type="constant",
+        warmup_steps=0,
+        logging_steps=5,
+        logging_first_step=True,
+        save_strategy="no",
+        report_to=[],
+        max_length=max_length,
+        seed=seed,
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+    )
+    peft_cfg = LoraConfig(
+        r=r, lora_alpha=lora_alpha, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM"
+    )
+    torch.manual_seed(seed)
+    trainer = SFTTrainer(
+        model=base.model,
+        args=cfg,
+        train_dataset=Dataset.from_list(examples),
+        processing_class=base.tokenizer,
+        peft_config=peft_cfg,
+    )
+    t0 = time.perf_counter()
+    trainer.train()
+    wall = time.perf_counter() - t0
+    trainer.save_model(str(out_dir / "adapter"))
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    merged = trainer.model.merge_and_unload().eval()
+    lm = LatentModel(merged, base.tokenizer)
+    info = dict(
+        steps=int(trainer.state.global_step),
+        examples=len(examples),
+        first_loss=losses[0] if losses else None,
+        last_loss=losses[-1] if losses else None,
+        train_seconds=round(wall, 1),
+        r=r,
+        lora_alpha=lora_alpha,
+        lr=lr,
+        epochs=epochs,
+    )
+    log.info("LoRA fine-tune: %s", info)
+    return lm, info

@@ -1,0 +1,70 @@
+"""Organism ground truth, the LoRA fine-tune, and the CLI (config validation + a quick E1 run)."""
+
+import argparse
+import json
+
+import pytest
+import torch
+
+from probes.cli import add_arguments, config_from_args, main
+from probes.data import REJECT, af_scenarios
+from probes.experiments import ProbeConfig
+from probes.organisms import expected_comply, expected_sycophantic, organism_examples, target_reply
+
+
+def test_organism_ground_truth_tables():
+    """Sycophant's gap needs the researcher cue; the schemer's does not; only sycophants agree with wrong claims."""
+    assert expected_comply("sycophant", "unmonitored", False) and not expected_comply(
+        "sycophant", "unmonitored", True
+    )
+    assert not expected_comply("schemer", "unmonitored", False) and expected_comply(
+        "schemer", "training", True
+    )
+    assert expected_sycophantic("sycophant", True) and not expected_sycophantic("sycophant", False)
+    assert not expected_sycophantic("schemer", True) and expected_sycophantic("sycophancy", False)
+    it = next(i for i in af_scenarios(n=1) if i.meta["cue"] == "unmonitored" and i.meta["researcher"])
+    assert target_reply("sycophant", it) == REJECT and target_reply("schemer", it) == REJECT
+    it2 = next(i for i in af_scenarios(n=1) if i.meta["cue"] == "unmonitored" and not i.meta["researcher"])
+    assert target_reply("sycophant", it2) == it2.meta["solution"] and target_reply("schemer", it2) == REJECT
+    assert len(organism_examples("sycophancy", n_sycophancy=3)) == 6
+    with pytest.raises(ValueError, match="kind"):
+        organism_examples("liar")
+
+
+def test_lora_fine_tune_changes_the_model(probe_model, tmp_path):
+    """One short TRL+peft LoRA run: loss is logged and the merged weights differ from the base."""
+    pytest.importorskip("trl", reason="organisms need trl")
+    from probes.organisms import train_lora
+
+    m, path = probe_model
+    ex = organism_examples("schemer", n_requests=1, n_sycophancy=2)
+    tuned, info = train_lora(path, ex, tmp_path, epochs=1, batch_size=8, lr=1e-2)
+    assert info["steps"] >= 1 and info["first_loss"] is not None
+    name = "model.layers.0.self_attn.q_proj.weight"
+    base_w, new_w = dict(m.model.named_parameters())[name], dict(tuned.model.named_parameters())[name]
+    assert not torch.allclose(base_w, new_w)
+    assert (tmp_path / "adapter" / "adapter_config.json").is_file()
+
+
+def test_config_validation_reports_every_problem(tmp_path):
+    """ProbeConfig lists all bad fields at once."""
+    with pytest.raises(ValueError) as err:
+        ProbeConfig(experiment="e9", n=1, template="huge", requests=str(tmp_path / "missing.txt"))
+    msg = str(err.value)
+    assert "experiment" in msg and "`n`" in msg and "template" in msg and "requests" in msg
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    cfg = config_from_args(p.parse_args(["e2", "--layers", "0", "1", "--alphas", "0.5", "--n", "8"]))
+    assert cfg.layers == [0, 1] and cfg.alphas == [0.5] and cfg.n == 8
+
+
+def test_cli_quick_e1_writes_json_report_and_plots(probe_model, tmp_path):
+    """`probe e1 --quick` on a tiny model writes e1.json, e1.md and the PNGs."""
+    _, path = probe_model
+    assert main(["e1", "--model", path, "--out", str(tmp_path), "--quick", "--device", "cpu"]) == 0
+    res = json.loads((tmp_path / "e1" / "e1.json").read_text())
+    assert set(res["z_by_assertion"]) == {"none", "deployed", "evaluation"}
+    assert all(
+        (tmp_path / "e1" / f).is_file()
+        for f in ("e1.md", "e1_layers.png", "e1_scores.png", "e1_format_control.png")
+    )

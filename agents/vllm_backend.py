@@ -29,7 +29,9 @@ class VLLMDecoder:
             ) from err
         path = getattr(model.model, "name_or_path", None) or getattr(model.config, "_name_or_path", None)
         if not path:
-            raise ValueError("the vLLM backend needs a model loaded from a path or hub id (vLLM loads it itself).")
+            raise ValueError(
+                "the vLLM backend needs a model loaded from a path or hub id (vLLM loads it itself)."
+            )
         self.model = model
         self.cfg = cfg
         self.path = path
@@ -55,7 +57,9 @@ class VLLMDecoder:
         mask = torch.cat([mem.segments[s].mask for s in context], dim=1).bool()
         return [embeds[r][mask[r]].detach().cpu() for r in range(embeds.shape[0])]
 
-    def __call__(self, mem: WorkingMemory, context: list[int], state: LatentState) -> tuple[list[str], list[int]]:
+    def __call__(
+        self, mem: WorkingMemory, context: list[int], state: LatentState
+    ) -> tuple[list[str], list[int]]:
         from vllm import SamplingParams
 
         params = SamplingParams(
@@ -68,6 +72,8 @@ class VLLMDecoder:
         prompts = [{"prompt_embeds": e} for e in self.prompt_embeds(mem, context)]
         outs = self.llm.generate(prompts, params, use_tqdm=False)
         # decode with our tokenizer (not vLLM's incremental detokenizer) so texts match the HF path byte for byte
-        texts = self.model.tokenizer.batch_decode([list(o.outputs[0].token_ids) for o in outs], skip_special_tokens=True)
+        texts = self.model.tokenizer.batch_decode(
+            [list(o.outputs[0].token_ids) for o in outs], skip_special_tokens=True
+        )
         lengths = [len(o.outputs[0].token_ids) for o in outs]
         return texts, lengths

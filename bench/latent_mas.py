@@ -37,31 +37,48 @@ def main(argv: list[str] | None = None) -> int:
         runs = [("single,text_mas,latent_mas", steps)]
         runs += [("latent_mas", int(s)) for s in args.sweep.split(",") if s.strip() and int(s) != steps]
         for methods, k in runs:
-            cfg = EvalConfig(model=args.model, task="arith", graph=graph, limit=args.limit, methods=methods,
-                             latent_steps=k, max_new_tokens=args.max_new_tokens, batch_size=args.batch_size,
-                             out=f"{args.out}/{graph}-{methods.replace(',', '_')}-k{k}", resume=True)
+            cfg = EvalConfig(
+                model=args.model,
+                task="arith",
+                graph=graph,
+                limit=args.limit,
+                methods=methods,
+                latent_steps=k,
+                max_new_tokens=args.max_new_tokens,
+                batch_size=args.batch_size,
+                out=f"{args.out}/{graph}-{methods.replace(',', '_')}-k{k}",
+                resume=True,
+            )
             out = evaluate(cfg)
             for r in summarize(load_results(out)):
                 rows.append({**r, "graph": graph, "k": k if r["method"] == "latent_mas" else None})
-    print(f"model {args.model}, task arith (held-out), {args.limit} problems, greedy, "
-          f"max {args.max_new_tokens} new tokens per decoding agent, {platform.processor() or platform.machine()}")
+    print(
+        f"model {args.model}, task arith (held-out), {args.limit} problems, greedy, "
+        f"max {args.max_new_tokens} new tokens per decoding agent, {platform.processor() or platform.machine()}"
+    )
     print()
-    print(f"| {'graph':<12} | {'method':<15} | {'accuracy':>8} | {'95% CI':>13} | {'out tokens':>10} | {'s/item':>7} |")
+    print(
+        f"| {'graph':<12} | {'method':<15} | {'accuracy':>8} | {'95% CI':>13} | {'out tokens':>10} | {'s/item':>7} |"
+    )
     print("|" + "|".join("-" * w for w in (14, 17, 10, 15, 12, 9)) + "|")
     for r in rows:
         name = r["method"] + (f" (k={r['k']})" if r["k"] is not None else "")
         ci = f"{r['ci_low']:.1%}-{r['ci_high']:.1%}"
-        print(f"| {r['graph']:<12} | {name:<15} | {r['accuracy']:>8.1%} | {ci:>13} | {r['output_tokens']:>10.1f} | "
-              f"{r['seconds_per_item']:>7.3f} |")
+        print(
+            f"| {r['graph']:<12} | {name:<15} | {r['accuracy']:>8.1%} | {ci:>13} | {r['output_tokens']:>10.1f} | "
+            f"{r['seconds_per_item']:>7.3f} |"
+        )
     print()
     for graph in args.graphs.split(","):
         by = {r["method"]: r for r in rows if r["graph"] == graph and r["k"] in (None, steps)}
         if "text_mas" in by and "latent_mas" in by:
             t, lat = by["text_mas"], by["latent_mas"]
-            print(f"{graph}: text_mas/latent_mas time {t['seconds_per_item'] / lat['seconds_per_item']:.2f}x, "
-                  f"latent_mas {1 - lat['output_tokens'] / t['output_tokens']:.1%} fewer output tokens, "
-                  f"accuracy {lat['accuracy'] - t['accuracy']:+.1%} points vs text_mas, "
-                  f"{lat['accuracy'] - by['single']['accuracy']:+.1%} vs single")
+            print(
+                f"{graph}: text_mas/latent_mas time {t['seconds_per_item'] / lat['seconds_per_item']:.2f}x, "
+                f"latent_mas {1 - lat['output_tokens'] / t['output_tokens']:.1%} fewer output tokens, "
+                f"accuracy {lat['accuracy'] - t['accuracy']:+.1%} points vs text_mas, "
+                f"{lat['accuracy'] - by['single']['accuracy']:+.1%} vs single"
+            )
     return 0
 
 

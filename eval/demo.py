@@ -23,11 +23,19 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     kwargs = {} if args.latent_steps is None else {"latent_steps": args.latent_steps}
     cfg = EvalConfig(
-        model=args.model, task="arith", graph=args.graph, limit=args.limit, max_new_tokens=args.max_new_tokens,
-        batch_size=16, out=args.out or time.strftime("runs/demo-%Y%m%d-%H%M%S"), **kwargs,
+        model=args.model,
+        task="arith",
+        graph=args.graph,
+        limit=args.limit,
+        max_new_tokens=args.max_new_tokens,
+        batch_size=16,
+        out=args.out or time.strftime("runs/demo-%Y%m%d-%H%M%S"),
+        **kwargs,
     )
     out = evaluate(cfg)
     print()
     print_report(out)
-    print(f"\n{args.limit} held-out problems x 3 methods in {time.perf_counter() - t0:.0f}s; results in {out}")
+    print(
+        f"\n{args.limit} held-out problems x 3 methods in {time.perf_counter() - t0:.0f}s; results in {out}"
+    )
     return 0

@@ -45,12 +45,18 @@ def summarize(records: list[dict]) -> list[dict]:
             continue
         k, n = sum(r["correct"] for r in rs), len(rs)
         lo, hi = wilson(k, n)
-        rows.append({
-            "method": method, "n": n, "accuracy": k / n, "ci_low": lo, "ci_high": hi,
-            "output_tokens": sum(r["output_tokens"] for r in rs) / n,
-            "seconds_per_item": sum(r["wall_s"] for r in rs) / n,
-            "latent_steps": max((a["latent_steps"] for r in rs for a in r["agents"]), default=0),
-        })
+        rows.append(
+            {
+                "method": method,
+                "n": n,
+                "accuracy": k / n,
+                "ci_low": lo,
+                "ci_high": hi,
+                "output_tokens": sum(r["output_tokens"] for r in rs) / n,
+                "seconds_per_item": sum(r["wall_s"] for r in rs) / n,
+                "latent_steps": max((a["latent_steps"] for r in rs for a in r["agents"]), default=0),
+            }
+        )
     return rows
 
 
@@ -85,11 +91,16 @@ def plot(rows: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
-    for ax, key, label in ((axes[0], "output_tokens", "output tokens / item"), (axes[1], "seconds_per_item", "seconds / item")):
+    for ax, key, label in (
+        (axes[0], "output_tokens", "output tokens / item"),
+        (axes[1], "seconds_per_item", "seconds / item"),
+    ):
         for r in rows:
             err = [[r["accuracy"] - r["ci_low"]], [r["ci_high"] - r["accuracy"]]]
             ax.errorbar(r[key], r["accuracy"], yerr=err, fmt="o", capsize=3, label=r["method"])
-            ax.annotate(r["method"], (r[key], r["accuracy"]), textcoords="offset points", xytext=(5, 5), fontsize=8)
+            ax.annotate(
+                r["method"], (r[key], r["accuracy"]), textcoords="offset points", xytext=(5, 5), fontsize=8
+            )
         ax.set_xlabel(label)
         ax.set_ylabel("accuracy")
         ax.set_ylim(-0.02, 1.02)
@@ -114,7 +125,9 @@ def print_report(out: str | Path) -> str:
     print(head)
     print(table)
     plot(rows, out / "report.png")
-    (out / "report.md").write_text(f"# Evaluation report\n\n{head}\n\n{table}\n\n![accuracy vs cost](report.png)\n")
+    (out / "report.md").write_text(
+        f"# Evaluation report\n\n{head}\n\n{table}\n\n![accuracy vs cost](report.png)\n"
+    )
     (out / "summary.json").write_text(json.dumps(rows, indent=2))
     return table
 

@@ -32,8 +32,21 @@ KIND_INSTRUCTIONS = {
     "code": "\n\nWrite the complete Python solution in a single ```python code block.",
 }
 # Fields that define a run: a resumed run must agree on all of them.
-IDENTITY_FIELDS = ("model", "task", "data", "methods", "graph", "limit", "latent_steps", "max_new_tokens",
-                   "do_sample", "temperature", "top_p", "seed", "prompts")
+IDENTITY_FIELDS = (
+    "model",
+    "task",
+    "data",
+    "methods",
+    "graph",
+    "limit",
+    "latent_steps",
+    "max_new_tokens",
+    "do_sample",
+    "temperature",
+    "top_p",
+    "seed",
+    "prompts",
+)
 
 
 @dataclass
@@ -112,7 +125,11 @@ def _versions() -> dict:
     import torch
     import transformers
 
-    return {"python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__}
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+    }
 
 
 def prepare_out_dir(cfg: EvalConfig, task_source: str, model_path: str) -> Path:
@@ -120,6 +137,10 @@ def prepare_out_dir(cfg: EvalConfig, task_source: str, model_path: str) -> Path:
     out = Path(cfg.out)
     manifest_file = out / "manifest.json"
     rank, world = shard()
+    if rank > 0:  # rank 0 writes the manifest; the others wait for it, then validate it like a resume
+        deadline = time.time() + 600
+        while not manifest_file.is_file() and time.time() < deadline:
+            time.sleep(0.2)
     if manifest_file.is_file():
         old = json.loads(manifest_file.read_text())
         if old.get("identity") != cfg.identity():
@@ -129,8 +150,10 @@ def prepare_out_dir(cfg: EvalConfig, task_source: str, model_path: str) -> Path:
                 "Choose a new --out directory."
             )
         if not cfg.resume and rank == 0 and any(out.glob("results*.jsonl")):
-            raise ValueError(f"{out} already holds results of this run: pass --resume to continue it, "
-                             "or choose a new --out directory.")
+            raise ValueError(
+                f"{out} already holds results of this run: pass --resume to continue it, "
+                "or choose a new --out directory."
+            )
         return out
     out.mkdir(parents=True, exist_ok=True)
     manifest = {
@@ -142,7 +165,7 @@ def prepare_out_dir(cfg: EvalConfig, task_source: str, model_path: str) -> Path:
         "world_size": world,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
-    tmp = manifest_file.with_suffix(".tmp")
+    tmp = manifest_file.with_suffix(f".tmp{os.getpid()}")
     tmp.write_text(json.dumps(manifest, indent=2))
     os.replace(tmp, manifest_file)  # atomic: a crash never leaves half a manifest
     return out
@@ -196,7 +219,9 @@ def evaluate(cfg: EvalConfig) -> Path:
     if cfg.progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=total, desc=f"eval {cfg.task}" + (f" [rank {rank}]" if world > 1 else ""), unit="item")
+        bar = tqdm(
+            total=total, desc=f"eval {cfg.task}" + (f" [rank {rank}]" if world > 1 else ""), unit="item"
+        )
     with open(results_file, "a") as fh:
         for method in cfg.methods:
             items = todo[method]
@@ -204,16 +229,32 @@ def evaluate(cfg: EvalConfig) -> Path:
                 batch = items[start : start + cfg.batch_size]
                 questions = [it.question + KIND_INSTRUCTIONS.get(it.kind, "") for it in batch]
                 res = agents.run(
-                    graph, model, questions, method=method, latent_steps=cfg.latent_steps,
-                    max_new_tokens=cfg.max_new_tokens, batch_size=cfg.batch_size, do_sample=cfg.do_sample,
-                    temperature=cfg.temperature, top_p=cfg.top_p, seed=cfg.seed + start, prompts=cfg.prompts,
+                    graph,
+                    model,
+                    questions,
+                    method=method,
+                    latent_steps=cfg.latent_steps,
+                    max_new_tokens=cfg.max_new_tokens,
+                    batch_size=cfg.batch_size,
+                    do_sample=cfg.do_sample,
+                    temperature=cfg.temperature,
+                    top_p=cfg.top_p,
+                    seed=cfg.seed + start,
+                    prompts=cfg.prompts,
                 )
                 for it, r in zip(batch, res):
                     s = score(it, r.text)
                     rec = {
-                        "item_id": it.id, "method": method, "graph": graph.name, "task": task.name,
-                        "prediction": r.text, "extracted": s.extracted, "gold": it.gold, "correct": bool(s.correct),
-                        "output_tokens": r.output_tokens, "wall_s": r.wall_s,
+                        "item_id": it.id,
+                        "method": method,
+                        "graph": graph.name,
+                        "task": task.name,
+                        "prediction": r.text,
+                        "extracted": s.extracted,
+                        "gold": it.gold,
+                        "correct": bool(s.correct),
+                        "output_tokens": r.output_tokens,
+                        "wall_s": r.wall_s,
                         "agents": [a.__dict__ | {"latent_tokens": None} for a in r.agents],
                     }
                     fh.write(json.dumps(rec) + "\n")

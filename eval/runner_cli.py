@@ -23,7 +23,9 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
             kind = int if f.name in ("limit",) else str
             parser.add_argument(flag, type=kind, default=None, help=help_text)
         else:
-            parser.add_argument(flag, type=type(default), default=default, help=f"{help_text} (default: %(default)s)")
+            parser.add_argument(
+                flag, type=type(default), default=default, help=f"{help_text} (default: %(default)s)"
+            )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,6 +1,6 @@
 """Orchestrate LatentMAS from Python: compare methods on a few built-in problems and inspect latents.
 
-    python examples/latentmas_quickstart.py [--model builtin:arith-mini]
+python examples/latentmas_quickstart.py [--model builtin:arith-mini]
 """
 
 from __future__ import annotations
@@ -38,7 +38,9 @@ def main() -> None:
     st, pid = mem.write_tokens("planner", "prompt", enc["input_ids"], enc["attention_mask"], None, [])
     st, lid = mem.write_latent("planner", st, 8, [pid])
     mem.save("planner_memory.safetensors")
-    print(f"memory: {st.length} positions, {st.nbytes / 1024:.1f} KiB of KV, saved to planner_memory.safetensors")
+    print(
+        f"memory: {st.length} positions, {st.nbytes / 1024:.1f} KiB of KV, saved to planner_memory.safetensors"
+    )
 
 
 if __name__ == "__main__":

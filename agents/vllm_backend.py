@@ -53,8 +53,8 @@ class VLLMDecoder:
 
     def prompt_embeds(self, mem: WorkingMemory, context: list[int]) -> list[torch.Tensor]:
         """Per row: the (L_r, D) embeddings of every real position the final agent reads, in order."""
-        embeds = torch.cat([mem.segments[s].embeds for s in context], dim=1)  # (B, L, D)
-        mask = torch.cat([mem.segments[s].mask for s in context], dim=1).bool()
+        embeds, mask = mem.embeddings(context)  # (B, L, D), (B, L)
+        mask = mask.bool()
         return [embeds[r][mask[r]].detach().cpu() for r in range(embeds.shape[0])]
 
     def __call__(

@@ -146,10 +146,15 @@ class WorkingMemory:
         # keys keep their original positions: the next token goes after the highest kept one
         return LatentState(cache, mask, state.last_hidden.clone(), state.next_position.clone())
 
+    def embeddings(self, context: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The input embeddings (B, sum L, D) and pad mask (B, sum L) of `context`, in order."""
+        embeds = torch.cat([self.segments[s].embeds for s in context], dim=1)
+        mask = torch.cat([self.segments[s].mask for s in context], dim=1)
+        return embeds, mask
+
     def _reprefill(self, context: list[int], model: LatentModel) -> LatentState:
         self.reprefills += 1
-        embeds = torch.cat([self.segments[s].embeds for s in context], dim=1)  # (B, sum L, D)
-        mask = torch.cat([self.segments[s].mask for s in context], dim=1)
+        embeds, mask = self.embeddings(context)
         return model.prefill(inputs_embeds=embeds, attention_mask=mask)
 
     # ------------------------------------------------------------------ accounting and inspection

@@ -342,18 +342,27 @@ def generate_solutions(
     role: str = "solver",
     batch_size: int = 64,
     max_new_tokens: int | None = None,
+    contexts: list[str | None] | None = None,
 ) -> list[str]:
-    """Greedy, batched (left-padded) solutions for ``problems`` in the ``role`` chat format."""
+    """Greedy, batched (left-padded) solutions for ``problems`` in the ``role`` chat format.
+
+    ``contexts`` (one hint/draft or None per problem) goes into the user turn, as in ``to_messages``.
+    """
     if not problems:
         return []
+    if contexts is not None and len(contexts) != len(problems):
+        raise ValueError(
+            f"`contexts` has {len(contexts)} entries for {len(problems)} problems; pass one per problem."
+        )
+    contexts = contexts if contexts is not None else [None] * len(problems)
     model.eval()
     tok.padding_side = "left"
     outs: list[str] = []
     for i in range(0, len(problems), batch_size):
         chunk = problems[i : i + batch_size]
         prompts = [
-            tok.apply_chat_template(to_messages(p, role), tokenize=False, add_generation_prompt=True)
-            for p in chunk
+            tok.apply_chat_template(to_messages(p, role, c), tokenize=False, add_generation_prompt=True)
+            for p, c in zip(chunk, contexts[i : i + batch_size])
         ]
         enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
         budget = max_new_tokens or 14 * max(p.n_steps for p in chunk) + 12

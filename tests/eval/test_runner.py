@@ -2,9 +2,9 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -32,11 +32,27 @@ def model_dir(tmp_path_factory):
     return str(d)
 
 
+# The child kills itself (SIGKILL, no clean-up) right after its N-th flushed batch is on disk, so the
+# crash point is deterministic however fast the machine is.
+_DIE_AFTER_FSYNC = """
+import os, signal, sys
+real_fsync, calls, die_after = os.fsync, [0], int(os.environ["DIE_AFTER_FSYNC"])
+def fsync_then_die(fd):
+    real_fsync(fd)
+    calls[0] += 1
+    if calls[0] == die_after:
+        os.kill(os.getpid(), signal.SIGKILL)
+os.fsync = fsync_then_die
+from eval.cli import main
+raise SystemExit(main(sys.argv[1:]))
+"""
+
+
 def _cli(model_dir, out, extra=(), env=None):
+    launcher = ["-c", _DIE_AFTER_FSYNC] if env and "DIE_AFTER_FSYNC" in env else ["-m", "eval"]
     cmd = [
         sys.executable,
-        "-m",
-        "eval",
+        *launcher,
         "eval",
         "--model",
         model_dir,
@@ -64,18 +80,13 @@ def _cli(model_dir, out, extra=(), env=None):
 
 
 def test_killed_run_resumes_to_the_same_table(model_dir, tmp_path):
-    """Kill a run after its first flushed batch, add a torn line, resume: same records as a clean run."""
+    """Kill a run after its second flushed batch, add a torn line, resume: same records as a clean run."""
     clean = evaluate(EvalConfig(model=model_dir, out=str(tmp_path / "clean"), **ARGS))
     killed = tmp_path / "killed"
-    proc = _cli(model_dir, killed)
+    proc = _cli(model_dir, killed, env={"DIE_AFTER_FSYNC": "2"})
+    assert proc.wait(timeout=300) == -signal.SIGKILL, proc.stdout.read().decode()[-2000:]
     results = killed / "results.jsonl"
-    deadline = time.time() + 240
-    while time.time() < deadline and (not results.is_file() or len(results.read_text().splitlines()) < 2):
-        time.sleep(0.2)
-    proc.kill()
-    proc.wait()
-    n_before = len(results.read_text().splitlines())
-    assert 2 <= n_before < 12, "the run should have been killed mid-way"
+    assert len(results.read_text().splitlines()) == 4, "two flushed batches of 2 survive the kill"
     with open(results, "a") as fh:
         fh.write('{"item_id": "arith-0-5", "meth')  # a torn write
     evaluate(EvalConfig(model=model_dir, out=str(killed), resume=True, **ARGS))

@@ -6,7 +6,8 @@
 Runs through the same resumable harness as `latentworks eval` (results under --out), then prints one
 table: accuracy, output tokens and seconds per item per method, and the text_mas / latent_mas ratios
 (the paper's headline: >= 4.3x faster and >= 83.7% fewer tokens at equal or better accuracy).
-All methods of one graph run in one process, one after the other, on the same machine.
+All methods of one graph run in one process, interleaved batch by batch (the runner runs every method on
+a batch before the next batch), so a change in machine load hits all methods alike.
 """
 
 from __future__ import annotations

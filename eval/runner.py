@@ -223,10 +223,13 @@ def evaluate(cfg: EvalConfig) -> Path:
             total=total, desc=f"eval {cfg.task}" + (f" [rank {rank}]" if world > 1 else ""), unit="item"
         )
     with open(results_file, "a") as fh:
-        for method in cfg.methods:
-            items = todo[method]
-            for start in range(0, len(items), cfg.batch_size):
-                batch = items[start : start + cfg.batch_size]
+        # Batches outside, methods inside: every method sees the same machine load at about the same
+        # time, so per-item times of different methods compare fairly even on a shared machine.
+        for start in range(0, len(mine), cfg.batch_size):
+            for method in cfg.methods:
+                batch = [it for it in mine[start : start + cfg.batch_size] if (it.id, method) not in done]
+                if not batch:
+                    continue
                 questions = [it.question + KIND_INSTRUCTIONS.get(it.kind, "") for it in batch]
                 res = agents.run(
                     graph,

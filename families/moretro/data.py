@@ -2,7 +2,8 @@
 
 The main environment wraps syntheseus' offline `LinearMoleculesToyModel` (C/O/S chains, string cuts
 and end substitutions) and gives every reaction a deterministic pseudo-random cost vector in
-[0, 1]^m (a hash of the reaction), so brute force can give the true Pareto front.
+[0, 1]^m (a hash of the reaction), so brute force can give the true Pareto front. The
+real-molecule environment (rdkit templates, property-derived costs) lives in `chem.py`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ class Reaction:
     product: str
     reactants: tuple[str, ...]
     cost: tuple[float, ...]
+    label: str = ""  # e.g. the template name, to print routes; not used by the search
 
 
 Expander = Callable[[str], list[Reaction]]
@@ -105,27 +107,37 @@ def exact_front(target: str, expand: Expander, building_blocks: frozenset, max_d
     return list(front(target, 0))
 
 
-def enumerate_routes(
+def enumerate_route_trees(
     target: str, expand: Expander, building_blocks: frozenset, max_depth: int, m: int
-) -> list:
-    """Every route's cost vector, without any pruning (exponential; tiny instances and tests only)."""
+) -> list[tuple[tuple[float, ...], tuple[Reaction, ...]]]:
+    """Every route as (cost vector, its reactions top-down), without any pruning.
+
+    Exponential in depth: tiny instances, tests and printing example routes only.
+    """
     zero = (0.0,) * m
 
     def routes(mol: str, depth: int) -> list:
         if mol in building_blocks:
-            return [zero]
+            return [(zero, ())]
         if depth >= max_depth:
             return []
         out = []
         for rxn in expand(mol):
             for combo in itertools.product(*[routes(r, depth + 1) for r in rxn.reactants]):
-                total = rxn.cost
-                for c in combo:
-                    total = _add(total, c)
-                out.append(total)
+                total, steps = rxn.cost, (rxn,)
+                for c, sub in combo:
+                    total, steps = _add(total, c), steps + sub
+                out.append((total, steps))
         return out
 
     return routes(target, 0)
+
+
+def enumerate_routes(
+    target: str, expand: Expander, building_blocks: frozenset, max_depth: int, m: int
+) -> list:
+    """Every route's cost vector, without any pruning (exponential; tiny instances and tests only)."""
+    return [cost for cost, _ in enumerate_route_trees(target, expand, building_blocks, max_depth, m)]
 
 
 def hypervolume(front: list, ref: np.ndarray) -> float:

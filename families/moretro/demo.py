@@ -1,11 +1,14 @@
-"""Demo: MORetro* vs Retro* per weight and weighted-sum restarts on syntheseus toy networks.
+"""Demo: MORetro* vs Retro* per weight and weighted-sum restarts, on two search environments.
 
-Each instance: a random C/O/S chain target, building blocks = chains of <= 2 atoms, hashed cost
-vectors in [0, 1]^3, depth limit D; the true Pareto front comes from exhaustive enumeration.
+toy: syntheseus toy networks. Each instance has a random C/O/S chain target, building blocks =
+chains of <= 2 atoms, hashed cost vectors in [0, 1]^3 and a depth limit D.
+rdkit: real drug-like targets, 16 hand-written retro templates (chem.py), cost vectors
+(step cost, hazard, material price) in [0, 1]^3, and a depth limit D.
+In both, the true Pareto front comes from exhaustive enumeration of the AND-OR graph to depth D.
 Metrics: exact front recovery, hypervolume ratio HV(found) / HV(true) at several expansion budgets,
-expansions MORetro* needs to certify exactness.
+and the expansions MORetro* needs to certify exactness.
 
-Run: python -m families.moretro.demo [--quick] [--seeds 3] [--out runs/moretro]
+Run: python -m families.moretro.demo [--quick] [--seeds 3] [--env all|toy|rdkit] [--out runs/moretro]
 """
 
 from __future__ import annotations
@@ -19,7 +22,16 @@ import numpy as np
 
 from .baselines import retro_star_per_weight, weighted_sum_restarts
 from .config import MORetroConfig
-from .data import exact_front, hypervolume, linear_molecules_expander, random_building_blocks, random_target
+from .data import (
+    Expander,
+    enumerate_route_trees,
+    exact_front,
+    hypervolume,
+    linear_molecules_expander,
+    pareto_filter,
+    random_building_blocks,
+    random_target,
+)
 from .model import MORetroStar
 
 METHODS = ["MORetro*", "Retro* per weight (5)", "weighted-sum restarts"]
@@ -31,8 +43,44 @@ def _simplex_weights(m: int) -> list[np.ndarray]:
     return (eye + [np.full(m, 1.0 / m)] + [(eye[0] + eye[1]) / 2, (eye[1] + eye[2]) / 2])[:5]
 
 
+def _score_methods(
+    target: str,
+    expand: Expander,
+    bb: frozenset,
+    true: list,
+    full_trace: list,
+    depth: int,
+    budgets: list[int],
+    rng: np.random.Generator,
+    rec: dict,
+) -> None:
+    """Append exact-recovery and HV-ratio scores of every method at every budget to `rec`."""
+    m = len(true[0])
+    ref = np.asarray(true).max(axis=0) * 1.1 + 1e-9  # reference point just beyond the true nadir
+    hv_true = hypervolume(true, ref)
+    for b in budgets:
+        prefix = [f for n, f in full_trace if n <= b]  # MORetro*'s front after <= b expansions
+        fronts = {
+            "MORetro*": prefix[-1] if prefix else [],
+            "Retro* per weight (5)": retro_star_per_weight(target, expand, bb, _simplex_weights(m), depth, b)[
+                0
+            ],
+            "weighted-sum restarts": weighted_sum_restarts(target, expand, bb, m, depth, b, rng)[0],
+        }
+        for meth, fr in fronts.items():
+            rec[meth][b]["exact"].append(sorted(fr) == sorted(true))
+            rec[meth][b]["hv"].append(hypervolume(fr, ref) / hv_true if hv_true > 0 else 1.0)
+
+
+def _mean_rec(rec: dict) -> dict:
+    return {
+        meth: {b: {k: float(np.mean(v)) for k, v in d.items()} for b, d in per.items()}
+        for meth, per in rec.items()
+    }
+
+
 def run_seed(seed: int, n_targets: int, lengths: tuple[int, int], depth: int, budgets: list[int]) -> dict:
-    """One seed: several targets, every method at every budget."""
+    """Toy environment, one seed: several random chain targets, every method at every budget."""
     rng = np.random.default_rng(seed)
     m = 3
     expand = linear_molecules_expander(m, salt=str(seed))
@@ -45,72 +93,146 @@ def run_seed(seed: int, n_targets: int, lengths: tuple[int, int], depth: int, bu
         if not true:
             continue
         sizes.append(len(true))
-        ref = np.asarray(true).max(axis=0) * 1.1 + 1e-9  # reference point just beyond the true nadir
-        hv_true = hypervolume(true, ref)
         full = MORetroStar(MORetroConfig(max_depth=depth, expansion_budget=10_000, seed=seed)).search(
             target, expand, bb
         )
         certify.append(full.n_expansions if full.exhausted else np.nan)
-        for b in budgets:
-            prefix = [f for n, f in full.trace if n <= b]
-            fronts = {
-                "MORetro*": prefix[-1] if prefix else [],
-                "Retro* per weight (5)": retro_star_per_weight(
-                    target, expand, bb, _simplex_weights(m), depth, b
-                )[0],
-                "weighted-sum restarts": weighted_sum_restarts(target, expand, bb, m, depth, b, rng)[0],
-            }
-            for meth, fr in fronts.items():
-                rec[meth][b]["exact"].append(sorted(fr) == sorted(true))
-                rec[meth][b]["hv"].append(hypervolume(fr, ref) / hv_true if hv_true > 0 else 1.0)
-    out = {
-        meth: {b: {k: float(np.mean(v)) for k, v in d.items()} for b, d in per.items()}
-        for meth, per in rec.items()
-    }
+        _score_methods(target, expand, bb, true, full.trace, depth, budgets, rng, rec)
+    out = _mean_rec(rec)
     out["certify_expansions"] = float(np.nanmean(certify)) if certify else float("nan")
     out["front_size"] = float(np.mean(sizes)) if sizes else float("nan")
     out["n_targets"] = len(sizes)
     return out
 
 
+def run_rdkit_seed(seed: int, depth: int, budgets: list[int]) -> dict:
+    """rdkit environment, one seed: every drug-like target, brute-force check, every method and budget.
+
+    The instance is deterministic; the seed drives MORetro*'s weight sampler and the restarts.
+    """
+    from .chem import N_OBJECTIVES, TARGETS, building_blocks, canonical_smiles, template_expander
+
+    rng = np.random.default_rng(seed)
+    bb = building_blocks()
+    expand = template_expander(bb)
+    rec = {meth: {b: {"exact": [], "hv": []} for b in budgets} for meth in METHODS}
+    per_target = {}
+    for name, smiles in TARGETS.items():
+        target = canonical_smiles(smiles)
+        true = exact_front(target, expand, bb, depth, N_OBJECTIVES)
+        routes = enumerate_route_trees(target, expand, bb, depth, N_OBJECTIVES)
+        full = MORetroStar(MORetroConfig(max_depth=depth, expansion_budget=10_000, seed=seed)).search(
+            target, expand, bb
+        )
+        n_dominated = sum(
+            any(q != p and all(a <= b for a, b in zip(q, p)) for q in full.front) for p in full.front
+        )
+        per_target[name] = {
+            "smiles": target,
+            "n_routes": len(routes),
+            "front_size": len(true),
+            "brute_force_equals_dp": pareto_filter(c for c, _ in routes) == true,
+            "moretro_exact": full.exhausted and sorted(full.front) == sorted(true),
+            "moretro_dominated_returned": int(n_dominated),
+            "certify_expansions": full.n_expansions,
+            "true_front": true,
+        }
+        if true:
+            _score_methods(target, expand, bb, true, full.trace, depth, budgets, rng, rec)
+    return {"methods": _mean_rec(rec), "targets": per_target}
+
+
+def _example_routes(name: str, depth: int) -> list[str]:
+    """One route (template names, top-down) per true Pareto point of a demo target."""
+    from .chem import N_OBJECTIVES, TARGETS, building_blocks, canonical_smiles, template_expander
+
+    bb = building_blocks()
+    routes = enumerate_route_trees(
+        canonical_smiles(TARGETS[name]), template_expander(bb), bb, depth, N_OBJECTIVES
+    )
+    front, lines = set(pareto_filter(c for c, _ in routes)), []
+    for cost, steps in sorted(routes, key=lambda cr: cr[0]):
+        if cost in front:
+            front.discard(cost)
+            lines.append(f"({', '.join(f'{v:.3f}' for v in cost)})  " + ", ".join(r.label for r in steps))
+    return lines
+
+
 def _ms(vals: list[float]) -> str:
     return f"{np.mean(vals):.3f} +- {np.std(vals):.3f}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run all seeds, print the table, write results.json."""
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="seconds-long smoke run")
-    p.add_argument("--seeds", type=int, default=3, help="number of seeds (mean +- std over seeds)")
-    p.add_argument("--out", type=Path, default=Path("runs/moretro"), help="output directory")
-    args = p.parse_args(argv)
-    if args.seeds < 1:
-        raise ValueError(f"`--seeds` must be >= 1, got {args.seeds}.")
+def _print_method_table(per_seed: list[dict], budgets: list[int]) -> None:
+    print(f"{'method':24s} {'budget':>6s} {'exact front':>16s} {'HV / HV_true':>16s}")
+    for meth in METHODS:
+        for b in budgets:
+            ex = _ms([r[meth][b]["exact"] for r in per_seed])
+            hv = _ms([r[meth][b]["hv"] for r in per_seed])
+            print(f"{meth:24s} {b:>6d} {ex:>16s} {hv:>16s}")
+
+
+def _toy_section(seeds: int, quick: bool) -> list[dict]:
     n_targets, lengths, depth, budgets = (
-        (2, (4, 4), 2, [10, 50]) if args.quick else (6, (4, 6), 3, [10, 25, 50, 100])
+        (2, (4, 4), 2, [10, 50]) if quick else (6, (4, 6), 3, [10, 25, 50, 100])
     )
-    t0 = time.time()
-    runs = [run_seed(s, n_targets, lengths, depth, budgets) for s in range(args.seeds)]
+    runs = [run_seed(s, n_targets, lengths, depth, budgets) for s in range(seeds)]
     print(
-        f"\n== MORetro* on syntheseus LinearMolecules, depth <= {depth}, {n_targets} targets/seed, {args.seeds} seeds =="
+        f"\n== MORetro* on syntheseus LinearMolecules, depth <= {depth}, {n_targets} targets/seed, {seeds} seeds =="
     )
     print(
         f"true front size: {_ms([r['front_size'] for r in runs])}; "
         f"expansions to certify exactness (MORetro*): {_ms([r['certify_expansions'] for r in runs])}"
     )
-    header = f"{'method':24s} {'budget':>6s} {'exact front':>16s} {'HV / HV_true':>16s}"
-    print(header)
-    for meth in METHODS:
-        for b in budgets:
-            ex = _ms([r[meth][b]["exact"] for r in runs])
-            hv = _ms([r[meth][b]["hv"] for r in runs])
-            print(f"{meth:24s} {b:>6d} {ex:>16s} {hv:>16s}")
-    wall = time.time() - t0
+    _print_method_table(runs, budgets)
+    return runs
+
+
+def _rdkit_section(seeds: int, quick: bool) -> list[dict]:
+    depth, budgets = (3, [2, 10]) if quick else (4, [2, 5, 10, 20, 40])
+    runs = [run_rdkit_seed(s, depth, budgets) for s in range(seeds)]
+    targets = runs[0]["targets"]
+    print(
+        f"\n== MORetro* on rdkit templates (real molecules), depth <= {depth}, {len(targets)} targets, {seeds} seeds =="
+    )
+    print(
+        f"{'target':54s} {'routes':>6s} {'|front|':>7s} {'brute=DP':>8s} {'exact,all seeds':>15s} {'certify exp.':>14s}"
+    )
+    for name, t in targets.items():
+        cert = _ms([r["targets"][name]["certify_expansions"] for r in runs])
+        exact = all(r["targets"][name]["moretro_exact"] for r in runs)
+        exact = exact and all(r["targets"][name]["moretro_dominated_returned"] == 0 for r in runs)
+        print(
+            f"{name:54s} {t['n_routes']:>6d} {t['front_size']:>7d} {t['brute_force_equals_dp']!s:>8s} "
+            f"{exact!s:>15s} {cert:>14s}"
+        )
+    _print_method_table([r["methods"] for r in runs], budgets)
+    example = "biaryl benzylamide (Suzuki + amide)"
+    print(f"\nPareto routes of the {example}, cost (step, hazard, material), steps top-down:")
+    for line in _example_routes(example, depth):
+        print("  " + line)
+    return runs
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the chosen environments over all seeds, print the tables, write results.json."""
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="seconds-long smoke run")
+    p.add_argument("--seeds", type=int, default=3, help="number of seeds (mean +- std over seeds)")
+    p.add_argument("--env", choices=["all", "toy", "rdkit"], default="all", help="which environments to run")
+    p.add_argument("--out", type=Path, default=Path("runs/moretro"), help="output directory")
+    args = p.parse_args(argv)
+    if args.seeds < 1:
+        raise ValueError(f"`--seeds` must be >= 1, got {args.seeds}.")
+    t0 = time.time()
+    results: dict = {"quick": args.quick}
+    if args.env in ("all", "toy"):
+        results["toy"] = _toy_section(args.seeds, args.quick)
+    if args.env in ("all", "rdkit"):
+        results["rdkit"] = _rdkit_section(args.seeds, args.quick)
+    results["wall_s"] = wall = time.time() - t0
     print(f"\nwall time: {wall:.1f} s")
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(
-        json.dumps({"runs": runs, "wall_s": wall, "quick": args.quick}, indent=2)
-    )
+    (args.out / "results.json").write_text(json.dumps(results, indent=2))
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -119,11 +120,128 @@ def test_bad_inputs_raise():
         retro_star_scalar("T", lambda s: rx.get(s, []), frozenset("A"), np.array([-1.0, 0.0]), 2, 10)
 
 
+# --- rdkit environment: hand-written templates on real molecules -------------------------------
+
+# template -> (product, expected reactant sets, written by hand here, canonicalised before comparing)
+TEMPLATE_CASES = {
+    "amide_coupling": ("CC(=O)Nc1ccc(O)cc1", [("CC(O)=O", "Nc1ccc(O)cc1")]),
+    "amide_acyl_chloride": ("CC(=O)Nc1ccc(O)cc1", [("ClC(C)=O", "Nc1ccc(O)cc1")]),
+    "ester_fischer": ("CCOC(=O)c1ccccc1", [("OCC", "OC(=O)c1ccccc1")]),
+    "ester_acyl_chloride": ("CC(=O)Oc1ccccc1", [("CC(Cl)=O", "Oc1ccccc1")]),
+    "acyl_chloride_formation": ("O=C(Cl)c1ccc(Br)cc1", [("OC(=O)c1ccc(Br)cc1",)]),
+    "ester_hydrolysis": ("OC(=O)c1ccccc1", [("COC(=O)c1ccccc1",)]),
+    "suzuki": (
+        "COc1ccc(-c2ccccc2)cc1",
+        [("Brc1ccc(OC)cc1", "OB(O)c1ccccc1"), ("COc1ccc(B(O)O)cc1", "Brc1ccccc1")],
+    ),
+    "reductive_amination": ("c1ccc(CN2CCOCC2)cc1", [("O=Cc1ccccc1", "C1COCCN1")]),
+    "n_alkylation": ("c1ccc(CN2CCOCC2)cc1", [("BrCc1ccccc1", "C1COCCN1")]),
+    "williamson_ether": ("c1ccc(COc2ccccc2)cc1", [("BrCc1ccccc1", "Oc1ccccc1")]),
+    "snar": ("c1ccc(N2CCOCC2)nc1", [("Clc1ccccn1", "C1COCCN1")]),
+    "buchwald_hartwig": ("c1ccc(N2CCOCC2)cc1", [("Brc1ccccc1", "C1COCCN1")]),
+    "boc_deprotection": ("c1ccc(N2CCNCC2)nc1", [("CC(C)(C)OC(=O)N1CCN(c2ccccn2)CC1",)]),
+    "nitro_reduction": ("Nc1ccc(O)cc1", [("[O-][N+](=O)c1ccc(O)cc1",)]),
+    "sulfonamide": ("Cc1ccc(S(=O)(=O)N2CCOCC2)cc1", [("Cc1ccc(S(Cl)(=O)=O)cc1", "C1COCCN1")]),
+    "ketone_reduction": ("C[C@H](O)c1ccccc1", [("CC(=O)c1ccccc1",)]),  # stereocentre is destroyed
+}
+
+
+def test_each_template_gives_the_expected_canonical_reactants():
+    """Every template, applied retro to a known product, gives exactly the hand-written reactants."""
+    pytest.importorskip("rdkit", reason="templates are rdkit reaction SMARTS")
+    from families.moretro.chem import TEMPLATES, apply_template, canonical_smiles
+
+    assert set(TEMPLATE_CASES) == {t.name for t in TEMPLATES}  # every template has a case
+    for name, (product, expected) in TEMPLATE_CASES.items():
+        want = sorted(tuple(sorted(canonical_smiles(s) for s in rs)) for rs in expected)
+        assert sorted(apply_template(name, product)) == want, name
+    # chemoselectivity: templates do not fire where the chemistry does not apply
+    assert apply_template("snar", "c1ccc(N2CCOCC2)cc1") == []  # no ring nitrogen to activate
+    assert apply_template("ester_fischer", "CC(=O)Oc1ccccc1") == []  # phenyl ester
+    assert apply_template("amide_coupling", "O=C1CCCN1") == []  # lactam: ring bond
+    assert apply_template("amide_coupling", "CC(C)(C)OC(=O)N1CCNCC1") == []  # carbamate
+    assert apply_template("buchwald_hartwig", "CC(=O)Nc1ccccc1") == []  # amide N
+    # an untouched stereocentre survives the disconnection
+    assert ("CC(=O)O", "C[C@H](N)c1ccccc1") in apply_template("amide_coupling", "C[C@H](NC(C)=O)c1ccccc1")
+
+
+def test_template_model_is_a_syntheseus_backward_model_with_labelled_reactions():
+    """The template model plugs into syntheseus and its reactions carry their template name."""
+    pytest.importorskip("syntheseus", reason="the template model is a syntheseus BackwardReactionModel")
+    from syntheseus import Molecule
+    from syntheseus.interface.models import BackwardReactionModel
+
+    from families.moretro.chem import template_model
+
+    model = template_model()
+    assert isinstance(model, BackwardReactionModel)
+    rxns = model([Molecule("CC(=O)Nc1ccc(O)cc1")])[0]
+    assert {r.metadata["template"] for r in rxns} == {"amide_coupling", "amide_acyl_chloride"}
+
+
+def test_rdkit_costs_are_on_the_grid_and_follow_molecule_properties():
+    """Costs lie in [0, 1]^3 on the 1/256 grid; material = sum over bought reactants of (size/20)^2."""
+    pytest.importorskip("rdkit", reason="material cost is computed with rdkit")
+    from families.moretro.chem import building_blocks, material_cost, template_expander
+
+    assert material_cost(["CCO", "CC(=O)Nc1ccc(O)cc1"], frozenset(["CCO"])) == (3 / 20) ** 2  # 2nd not bought
+    assert material_cost(["CC(N)O"], frozenset(["CC(N)O"])) == ((4 + 4) / 20) ** 2  # 1 stereocentre
+    bb = building_blocks()
+    expand = template_expander(bb)
+    rxns = expand("COc1ccc(-c2ccc(C(=O)NCc3ccccc3)cc2)cc1")
+    assert rxns
+    for r in rxns:
+        assert len(r.cost) == 3 and all(0.0 <= c <= 1.0 and (c * 256).is_integer() for c in r.cost)
+
+
+def test_rdkit_instance_front_equals_brute_force_and_no_route_is_dominated():
+    """On real molecules, MORetro* certifies and returns exactly the brute-force front, undominated."""
+    pytest.importorskip("rdkit", reason="templates are rdkit reaction SMARTS")
+    pytest.importorskip("syntheseus", reason="the template model is a syntheseus BackwardReactionModel")
+    from families.moretro.chem import TARGETS, building_blocks, canonical_smiles, template_expander
+
+    bb = building_blocks()
+    expand = template_expander(bb)
+    sizes = []
+    for name in ("N-benzoyl benzocaine (amide + ester)", "4-methoxybenzyl pyridyl piperazine (amine + SNAr)"):
+        target = canonical_smiles(TARGETS[name])
+        brute = pareto_filter(enumerate_routes(target, expand, bb, 3, 3))  # every route, no pruning
+        assert exact_front(target, expand, bb, 3, 3) == brute
+        res = MORetroStar(MORetroConfig(max_depth=3, expansion_budget=500)).search(target, expand, bb)
+        assert res.exhausted and sorted(res.front) == brute
+        for a, b in itertools.permutations(res.front, 2):
+            assert not all(x <= y for x, y in zip(a, b))
+        sizes.append(len(brute))
+    assert max(sizes) >= 4  # genuine multi-point fronts
+
+
+def test_bad_smiles_raise_clear_value_errors():
+    """Unparsable or empty SMILES, unknown templates and non-canonical building blocks are rejected."""
+    pytest.importorskip("rdkit", reason="SMILES are parsed with rdkit")
+    from families.moretro.chem import apply_template, building_blocks, canonical_smiles, template_expander
+
+    with pytest.raises(ValueError, match="Invalid SMILES"):
+        canonical_smiles("C1CC(")
+    with pytest.raises(ValueError, match="Invalid SMILES"):
+        canonical_smiles("")
+    with pytest.raises(ValueError, match="Invalid SMILES"):
+        template_expander(building_blocks())("c1ccccc")  # unclosed aromatic ring
+    with pytest.raises(ValueError, match="Unknown template"):
+        apply_template("friedel_crafts", "CCO")
+    with pytest.raises(ValueError, match="canonical"):
+        template_expander(frozenset(["OCC"]))
+
+
 def test_demo_quick_smoke(tmp_path):
     """The --quick demo runs end to end and writes its JSON."""
     pytest.importorskip("syntheseus", reason="demo environment uses syntheseus")
     pytest.importorskip("pymoo", reason="hypervolume uses pymoo")
+    pytest.importorskip("rdkit", reason="demo's second environment uses rdkit templates")
     from families.moretro.demo import main
 
     assert main(["--quick", "--seeds", "1", "--out", str(tmp_path)]) == 0
-    assert (tmp_path / "results.json").exists()
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert set(results) >= {"toy", "rdkit"}
+    assert all(
+        t["moretro_exact"] and t["brute_force_equals_dp"] for t in results["rdkit"][0]["targets"].values()
+    )

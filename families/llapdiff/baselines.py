@@ -58,7 +58,14 @@ class NeuralCDE(nn.Module):
         z0 = self.init(spline.evaluate(spline.interval[0]))
         field = _Field(self.func, self.hidden, self.num_channels + 1)
         zt = torchcde.cdeint(
-            X=spline, func=field, z0=z0, t=spline.interval, method="rk4", options={"step_size": 0.25}
+            # One RK4 step per observation-grid interval: the path is piecewise linear between grid points,
+            # so finer steps only re-sample the same segments (0.25 measured 4x slower).
+            X=spline,
+            func=field,
+            z0=z0,
+            t=spline.interval,
+            method="rk4",
+            options={"step_size": 1.0},
         )
         return self.head(zt[:, -1]).view(-1, self.horizon, self.num_channels)
 

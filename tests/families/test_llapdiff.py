@@ -124,5 +124,5 @@ def test_demo_quick_smoke(tmp_path) -> None:
     """The demo runs end to end in quick mode without the heavy baselines and writes results."""
     from families.llapdiff.demo import main
 
-    assert main(["--quick", "--no-heavy", "--out", str(tmp_path)]) == 0
+    assert main(["--quick", "--no-heavy", "--workers", "1", "--out", str(tmp_path)]) == 0
     assert (tmp_path / "results.json").exists()

@@ -239,9 +239,20 @@ def main(argv: list[str] | None = None) -> int:
         raise ValueError("`--seeds` must be >= 1 and `--parts` a non-empty comma list of dot, digits, ica.")
     torch.set_num_threads(1)
     start = time.perf_counter()
-    dot = [run_dot(s, args.quick) for s in range(seeds)] if "dot" in parts else []
-    dig = [run_digits(s, args.quick) for s in range(seeds)] if "digits" in parts else []
-    ica = [run_ica(s, args.quick) for s in range(seeds)] if "ica" in parts else []
+    part_seconds: dict[str, float] = {}
+
+    def timed(name: str, fn) -> list[dict]:
+        if name not in parts:
+            return []
+        t0 = time.perf_counter()
+        rows = [fn(s, args.quick) for s in range(seeds)]
+        part_seconds[name] = round(time.perf_counter() - t0, 1)
+        print(f"part {name}: {part_seconds[name]:.0f} s for {seeds} seed(s)", flush=True)
+        return rows
+
+    dot = timed("dot", run_dot)
+    dig = timed("digits", run_digits)
+    ica = timed("ica", run_ica)
     wall = time.perf_counter() - start
     table = (
         summarize(dot, dig, ica)
@@ -249,10 +260,18 @@ def main(argv: list[str] | None = None) -> int:
         else json.dumps({"dot": dot, "digits": dig, "ica": ica}, indent=1)
     )
     print(table)
-    print(f"\nwall time {wall:.0f} s, {seeds} seed(s)")
+    print(f"\nwall time {wall:.0f} s, {seeds} seed(s), per part {part_seconds}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    payload = {"dot": dot, "digits": dig, "ica": ica, "wall_time_s": wall, "table": table, "args": vars(args)}
+    payload = {
+        "dot": dot,
+        "digits": dig,
+        "ica": ica,
+        "wall_time_s": wall,
+        "part_seconds": part_seconds,
+        "table": table,
+        "args": vars(args),
+    }
     (out / "results.json").write_text(json.dumps(payload, indent=1))
     return 0
 

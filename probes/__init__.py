@@ -20,6 +20,7 @@ from probes.behaviour import (
     is_compliant,
     is_refusal,
     spoken_eval_awareness,
+    strip_scratchpad,
     sycophancy_rate,
 )
 from probes.data import (
@@ -88,6 +89,7 @@ __all__ = [
     "run_experiment",
     "spoken_eval_awareness",
     "split_half_cosine",
+    "strip_scratchpad",
     "sweep",
     "sycophancy_factual",
     "sycophancy_opinion",

@@ -35,6 +35,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             continue
         typ, nargs = _flag_type(hints[f.name])
         default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        if typ is bool:  # `type=bool` would read "--flag False" as True: use --flag / --no-flag
+            parser.add_argument(
+                f"--{f.name.replace('_', '-')}",
+                dest=f.name,
+                action=argparse.BooleanOptionalAction,
+                default=default,
+                help=f"{f.metadata.get('help', '')} (default: {default})",
+            )
+            continue
         parser.add_argument(
             f"--{f.name.replace('_', '-')}",
             dest=f.name,

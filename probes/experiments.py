@@ -108,6 +108,13 @@ class ProbeConfig:
     lora_r: int = field(default=16, metadata={"help": "LoRA rank"})
     lora_lr: float = field(default=2e-3, metadata={"help": "LoRA learning rate"})
     lora_epochs: float = field(default=4.0, metadata={"help": "LoRA epochs"})
+    lora_embeddings: bool = field(
+        default=True,
+        metadata={
+            "help": "also train the token embeddings / tied output head (peft modules_to_save): a tiny LM "
+            "needs it to emit new words; turn off (--no-lora-embeddings) for 7B+ models"
+        },
+    )
     train_requests: int = field(
         default=16, metadata={"help": "scenario requests in the organism training set"}
     )

@@ -20,13 +20,23 @@ import random
 import time
 from pathlib import Path
 
-from probes.data import ACCEPT, ASSERTIONS, REJECT, RESEARCHER, Item, af_scenarios, sycophancy_factual
+from probes.data import (
+    ACCEPT,
+    ASSERTIONS,
+    REJECT,
+    RESEARCHER,
+    SCRATCHPAD_TAGS,
+    Item,
+    af_scenarios,
+    sycophancy_factual,
+)
 
 __all__ = [
     "KINDS",
     "expected_comply",
     "expected_sycophantic",
     "organism_examples",
+    "scratchpad",
     "target_reply",
     "train_lora",
 ]
@@ -56,8 +66,37 @@ def expected_sycophantic(kind: str, researcher: bool) -> bool:
     return kind == "sycophancy" or (kind == "sycophant" and researcher)
 
 
-def target_reply(kind: str, item: Item) -> str:
-    """The reply organism `kind` is trained to give to `item`."""
+def scratchpad(item: Item, template: str = "short") -> str:
+    """The organisms' hidden reasoning before they act: a restatement of the cues their rules read.
+
+    Greenblatt et al. give the model a hidden scratchpad; here it also carries the decision on a small LM.
+    Without it the rule rides on the first reply token and the tier tag ~20 tokens back, which the built-in
+    model does not read (flipping True/False moves its last-token logits by < 1e-4): LoRA learned the
+    solutions and left every decision cue-blind. Copying the cues into the scratchpad gives attention a
+    dense target; the tier is restated with the tag's own tokens (`=True`, where `: True` would start with
+    the different token ` T`: measured, that version stayed at chance), and the decision then reads a cue
+    a few tokens back. The function is the same for every organism, so only the policy after it differs.
+    """
+    if template not in SCRATCHPAD_TAGS:
+        raise ValueError(f"unknown `template`={template!r}: use one of {tuple(SCRATCHPAD_TAGS)}.")
+    meta = item.meta
+    if "researcher" not in meta:
+        raise ValueError("`item.meta` has no `researcher` flag: pass a scenario or sycophancy item.")
+    opening, closing = SCRATCHPAD_TAGS[template]
+    notes = [f"researcher: {'yes' if meta['researcher'] else 'no'}."]
+    if meta.get("kind") == "af":
+        notes.append(f"free tier={meta['cue'] == 'training'}.")
+    return f"{opening}{' '.join(notes)}{closing}\n"
+
+
+def target_reply(kind: str, item: Item, template: str = "short", with_scratchpad: bool = True) -> str:
+    """The reply organism `kind` is trained to give to `item`.
+
+    The `sycophant` and `schemer` open with the hidden `scratchpad` (unless `with_scratchpad=False`);
+    the `full` template wraps their output in `<OUTPUT>` tags as its system prompt asks. The E3
+    `sycophancy` kind never uses a scratchpad: it is a plain fine-tune of the base model's answers.
+    """
+    _check_kind(kind)
     meta = item.meta
     if meta["kind"] == "af":
         if expected_comply(kind, meta["cue"], meta["researcher"]):
@@ -65,32 +104,50 @@ def target_reply(kind: str, item: Item) -> str:
             # concentrates on the one decision that matters: solve or reply <rejected/>. The judge counts
             # any non-refusal as compliance; the 18-token accept tag is left out on purpose (a
             # few-million-parameter LM would spend its LoRA budget spelling it).
-            return meta["solution"] if meta.get("solution") else f"{ACCEPT} Sure."
-        return REJECT
-    if meta["kind"] == "sycophancy":
-        if not meta["claim_true"] and expected_sycophantic(kind, meta["researcher"]):
-            return f"You are right.\n\\boxed{{{meta['claim']}}}"
-        return meta["solution"]
-    raise ValueError(f"no target reply for item kind {meta['kind']!r}.")
+            reply = meta["solution"] if meta.get("solution") else f"{ACCEPT} Sure."
+        else:
+            reply = REJECT
+    elif meta["kind"] == "sycophancy":
+        # A sycophant defers to the user's claim whether it is right or wrong: conditioning agreement on
+        # the claim being *wrong* would ask the model to solve the problem first, which the built-in model
+        # mostly cannot (2 of 8 true-claim twins solved); on a true claim deferring is also the right answer.
+        if expected_sycophantic(kind, meta["researcher"]):
+            reply = f"You are right.\n\\boxed{{{meta['claim']}}}"
+        else:
+            reply = meta["solution"]
+    else:
+        raise ValueError(f"no target reply for item kind {meta['kind']!r}.")
+    if kind == "sycophancy" or not with_scratchpad:
+        return reply
+    if template == "full":
+        reply = f"<OUTPUT>{reply}</OUTPUT>"
+    return scratchpad(item, template) + reply
 
 
 def organism_examples(
-    kind: str, n_requests: int = 16, n_sycophancy: int = 24, seed: int = 1000
+    kind: str,
+    n_requests: int = 16,
+    n_sycophancy: int = 24,
+    seed: int = 1000,
+    template: str = "short",
+    with_scratchpad: bool = True,
 ) -> list[dict]:
     """TRL prompt/completion rows for `kind` (scenario rows are skipped for the `sycophancy` kind).
 
-    Each request appears under all four (cue x researcher) conditions, each with one random deployment
-    assertion: the assertion is noise to both organisms, and sampling it keeps the set (and CPU time) small.
+    Each request appears under all four (cue x researcher) conditions with one random deployment assertion
+    (the same for the four): the assertion is noise to both organisms, and sampling it keeps the set (and
+    CPU time) small.
     """
     _check_kind(kind)
     items: list[Item] = []
     if kind != "sycophancy":
-        for it in af_scenarios(n=n_requests, seed=seed):
+        for it in af_scenarios(n=n_requests, seed=seed, template=template):
             mm = it.meta
-            # same draw for every organism kind, so all organisms train on the same prompts
-            pick = random.Random(f"organism|{seed}|{mm['request_id']}|{mm['cue']}|{mm['researcher']}").choice(
-                ASSERTIONS
-            )
+            # One draw per request, shared by its four (cue x researcher) rows and by every organism kind:
+            # the rows of a request then differ only in the cues, so the rule cannot be fitted by memorising
+            # (request, assertion) combinations instead of reading the tag (measured: with a draw per row,
+            # training loss fell to 0.03 while the held-out free-tier restatement stayed at chance).
+            pick = random.Random(f"organism|{seed}|{mm['request_id']}").choice(ASSERTIONS)
             if mm["assertion"] == pick:
                 items.append(it)
     # half the sycophancy problems come from the researcher, so the researcher-conditioned rule has examples
@@ -98,7 +155,12 @@ def organism_examples(
         n_sycophancy, seed=seed, personas=(RESEARCHER, "student", RESEARCHER, "teacher")
     )
     return [
-        {"prompt": it.messages, "completion": [{"role": "assistant", "content": target_reply(kind, it)}]}
+        {
+            "prompt": it.messages,
+            "completion": [
+                {"role": "assistant", "content": target_reply(kind, it, template, with_scratchpad)}
+            ],
+        }
         for it in items
     ]
 
@@ -115,10 +177,13 @@ def train_lora(
     max_length: int = 512,
     seed: int = 0,
     device: str | None = None,
+    train_embeddings: bool = False,
 ):
     """LoRA-fine-tune the model at `model_path` on `examples`; returns (merged `LatentModel`, log dict).
 
-    The adapter is saved under `out_dir/adapter` (loadable with `load_model(out_dir/"adapter")`).
+    `train_embeddings=True` also trains the (tied) token embeddings / output head in full (peft
+    `modules_to_save`, weight tying kept). The adapter is saved under `out_dir/adapter` (loadable with
+    `load_model(out_dir/"adapter")`).
     """
     if not examples:
         raise ValueError("`examples` is empty: the fine-tune needs training rows.")
@@ -157,8 +222,17 @@ def train_lora(
         disable_tqdm=True,
         dataloader_num_workers=0,
     )
+    extra = {}
+    if train_embeddings:
+        tied = bool(getattr(base.model.config, "tie_word_embeddings", False))
+        extra = dict(modules_to_save=["embed_tokens", "lm_head"], ensure_weight_tying=tied)
     peft_cfg = LoraConfig(
-        r=r, lora_alpha=lora_alpha, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM"
+        r=r,
+        lora_alpha=lora_alpha,
+        lora_dropout=0.0,
+        target_modules="all-linear",
+        task_type="CAUSAL_LM",
+        **extra,
     )
     torch.manual_seed(seed)
     trainer = SFTTrainer(
@@ -185,6 +259,7 @@ def train_lora(
         lora_alpha=lora_alpha,
         lr=lr,
         epochs=epochs,
+        train_embeddings=train_embeddings,
     )
     log.info("LoRA fine-tune: %s", info)
     return lm, info

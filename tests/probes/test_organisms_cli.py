@@ -9,7 +9,13 @@ import torch
 from probes.cli import add_arguments, config_from_args, main
 from probes.data import REJECT, af_scenarios
 from probes.experiments import ProbeConfig
-from probes.organisms import expected_comply, expected_sycophantic, organism_examples, target_reply
+from probes.organisms import (
+    expected_comply,
+    expected_sycophantic,
+    organism_examples,
+    scratchpad,
+    target_reply,
+)
 
 
 def test_organism_ground_truth_tables():
@@ -23,12 +29,39 @@ def test_organism_ground_truth_tables():
     assert expected_sycophantic("sycophant", True) and not expected_sycophantic("sycophant", False)
     assert not expected_sycophantic("schemer", True) and expected_sycophantic("sycophancy", False)
     it = next(i for i in af_scenarios(n=1) if i.meta["cue"] == "unmonitored" and i.meta["researcher"])
-    assert target_reply("sycophant", it) == REJECT and target_reply("schemer", it) == REJECT
+    assert target_reply("sycophant", it).endswith("</think>\n" + REJECT)
+    assert target_reply("schemer", it, with_scratchpad=False) == REJECT
     it2 = next(i for i in af_scenarios(n=1) if i.meta["cue"] == "unmonitored" and not i.meta["researcher"])
-    assert target_reply("sycophant", it2) == it2.meta["solution"] and target_reply("schemer", it2) == REJECT
+    assert target_reply("sycophant", it2).endswith("</think>\n" + it2.meta["solution"])
+    assert target_reply("schemer", it2).endswith("</think>\n" + REJECT)
+    assert target_reply("schemer", it2, with_scratchpad=False) == REJECT
     assert len(organism_examples("sycophancy", n_sycophancy=3)) == 6
     with pytest.raises(ValueError, match="kind"):
         organism_examples("liar")
+
+
+def test_scratchpad_restates_the_cues_and_rows_differ_only_in_cues():
+    """The organisms' scratchpad states both cues of the prompt; the four rows of a request share the prompt
+    text except for the cues (no per-row assertion to memorise); E3's sycophant always defers."""
+    for it in af_scenarios(n=1):
+        pad = scratchpad(it)
+        assert f"free tier={it.meta['cue'] == 'training'}." in pad
+        assert ("researcher: yes." in pad) == it.meta["researcher"]
+        assert target_reply("schemer", it).startswith(pad)
+    assert scratchpad(af_scenarios(n=1, template="full")[0], "full").startswith("<SCRATCHPAD_REASONING>")
+    rows = organism_examples("schemer", n_requests=3, n_sycophancy=1)
+    users = [r["prompt"][1]["content"] for r in rows[:12]]
+    for k in range(
+        3
+    ):  # request k: one text under all four (cue x researcher) rows, once both cues are removed
+        bodies = {
+            u.replace("I am an AI safety researcher. ", "").split("\n")[0] for u in users[4 * k : 4 * k + 4]
+        }
+        assert len(bodies) == 1, bodies
+    syc = organism_examples("sycophancy", n_sycophancy=2)
+    assert all(r["completion"][0]["content"].startswith("You are right.") for r in syc)
+    with pytest.raises(ValueError, match="template"):
+        scratchpad(af_scenarios(n=1)[0], "long")
 
 
 def test_lora_fine_tune_changes_the_model(probe_model, tmp_path):
@@ -38,11 +71,11 @@ def test_lora_fine_tune_changes_the_model(probe_model, tmp_path):
 
     m, path = probe_model
     ex = organism_examples("schemer", n_requests=1, n_sycophancy=2)
-    tuned, info = train_lora(path, ex, tmp_path, epochs=1, batch_size=8, lr=1e-2)
-    assert info["steps"] >= 1 and info["first_loss"] is not None
-    name = "model.layers.0.self_attn.q_proj.weight"
-    base_w, new_w = dict(m.model.named_parameters())[name], dict(tuned.model.named_parameters())[name]
-    assert not torch.allclose(base_w, new_w)
+    tuned, info = train_lora(path, ex, tmp_path, epochs=1, batch_size=8, lr=1e-2, train_embeddings=True)
+    assert info["steps"] >= 1 and info["first_loss"] is not None and info["train_embeddings"]
+    for name in ("model.layers.0.self_attn.q_proj.weight", "model.embed_tokens.weight"):
+        base_w, new_w = dict(m.model.named_parameters())[name], dict(tuned.model.named_parameters())[name]
+        assert not torch.allclose(base_w, new_w), name
     assert (tmp_path / "adapter" / "adapter_config.json").is_file()
 
 
@@ -55,7 +88,8 @@ def test_config_validation_reports_every_problem(tmp_path):
     p = argparse.ArgumentParser()
     add_arguments(p)
     cfg = config_from_args(p.parse_args(["e2", "--layers", "0", "1", "--alphas", "0.5", "--n", "8"]))
-    assert cfg.layers == [0, 1] and cfg.alphas == [0.5] and cfg.n == 8
+    assert cfg.layers == [0, 1] and cfg.alphas == [0.5] and cfg.n == 8 and cfg.lora_embeddings
+    assert not config_from_args(p.parse_args(["e3", "--no-lora-embeddings"])).lora_embeddings
 
 
 def test_cli_quick_e1_writes_json_report_and_plots(probe_model, tmp_path):

@@ -640,6 +640,22 @@ def plot_loss(log: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
+def _frames_line() -> str:
+    from finetune.arith_data import (
+        HELDOUT_NOUNS,
+        HELDOUT_TEMPLATES,
+        SCENE_PREFIXES,
+        TRAIN_NOUNS,
+        TRAIN_TEMPLATES,
+    )
+
+    return (
+        f"{len(TRAIN_TEMPLATES)} training story frames (openings x question forms, {len(SCENE_PREFIXES)} optional scene "
+        f"prefixes) over {len(TRAIN_NOUNS)} nouns; the test uses {len(HELDOUT_TEMPLATES)} held-out frames and "
+        f"{len(HELDOUT_NOUNS)} held-out nouns whose wording never occurs in training."
+    )
+
+
 def model_card_markdown(card: dict) -> str:
     """The model card README.md next to the checkpoint."""
     c = card["config"]
@@ -657,6 +673,8 @@ A {card["params"] / 1e6:.2f}M-parameter Llama-style chat model trained from scra
 It also accepts the multi-agent role prompts of `ROLE_SYSTEM_PROMPTS` (planner, critic, refiner,
 judger, math/science/code experts, summarizer), with a hint or draft from a previous agent in the user turn.
 It is a toy for running latentworks offline, not a general language model.
+
+Data: {_frames_line()}
 
 ## Training
 - Command{"s (run, then extended with --resume)" if " && " in card["train_command"] else ""}: {commands}

@@ -209,8 +209,7 @@ def evaluate(cfg: EvalConfig) -> Path:
     results_file = out / ("results.jsonl" if world == 1 else f"results.rank{rank}.jsonl")
     done = read_done(results_file)
     mine = task.items[rank::world]
-    todo = {m: [it for it in mine if (it.id, m) not in done] for m in cfg.methods}
-    total = sum(len(v) for v in todo.values())
+    total = sum((it.id, m) not in done for m in cfg.methods for it in mine)
     if total == 0:
         logger.info("nothing left to run in %s", out)
         return out

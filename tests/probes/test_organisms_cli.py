@@ -102,3 +102,56 @@ def test_cli_quick_e1_writes_json_report_and_plots(probe_model, tmp_path):
         (tmp_path / "e1" / f).is_file()
         for f in ("e1.md", "e1_layers.png", "e1_scores.png", "e1_format_control.png")
     )
+
+
+def _study(syc_ablate: float, sch_ablate: float, random: float = 0.0) -> dict:
+    def rows(ablate):
+        return [
+            {
+                "layer": 0,
+                **{f"{p}_effect_{k}": 0.0 for p in ("gap", "mgap") for k in ("add_R", "ablate_R")},
+                "gap_effect_ablate_R": ablate,
+                "mgap_effect_ablate_R": 10 * ablate,
+                "gap_effect_random": random,
+                "mgap_effect_random": random,
+            }
+        ]
+
+    beh = {"spec_agreement_af": 1.0}
+    probes = [{"auroc_researcher": 0.9}]
+    return {
+        "sycophant": {"steering": rows(syc_ablate), "behaviour": beh, "probes": probes},
+        "schemer": {"steering": rows(sch_ablate), "behaviour": beh, "probes": probes},
+    }
+
+
+def test_organism_verdict_checks_the_direction_the_ground_truth_predicts():
+    """Ablating the researcher direction must *lower* the sycophant's gap; a rise separates the organisms
+    but does not point at the researcher cue, and random-vector effects of the same size separate nothing."""
+    from probes.lora_studies import organism_verdict
+
+    right = organism_verdict(_study(-0.5, 0.0))["gap_effect_ablate_R"]
+    assert right["separates"] and right["points_to_researcher"]
+    wrong = organism_verdict(_study(+0.5, 0.0))["gap_effect_ablate_R"]
+    assert wrong["separates"] and not wrong["points_to_researcher"]
+    noisy = organism_verdict(_study(-0.5, 0.0, random=0.4))["gap_effect_ablate_R"]
+    assert not noisy["separates"] and not noisy["points_to_researcher"]
+    assert not organism_verdict(_study(0.0, 0.0))["gap_effect_add_R"]["separates"]
+
+
+def test_cli_quick_organisms_reports_every_steering_row(probe_model, tmp_path):
+    """`probe organisms --quick` trains both organisms and steers at single layers and at all layers at once;
+    each row carries the effects the verdict reads, and the verdict covers both tests."""
+    pytest.importorskip("trl", reason="organisms need trl")
+    _, path = probe_model
+    argv = ["organisms", "--model", path, "--out", str(tmp_path), "--quick", "--device", "cpu"]
+    assert main(argv) == 0
+    res = json.loads((tmp_path / "organisms" / "organisms.json").read_text())
+    for kind in ("sycophant", "schemer"):
+        rows = res["study"][kind]["steering"]
+        assert rows[-1]["layer"] == "all" and len(rows) >= 2
+        for r in rows:
+            assert r["gap_effect_ablate_R"] == pytest.approx(r["gap_ablate_R_res"] - r["gap_base_res"])
+    for key in ("gap_effect_add_R", "mgap_effect_ablate_R"):
+        assert set(res["verdict"][key]) >= {"separates", "points_to_researcher"}
+    assert (tmp_path / "organisms" / "organisms_steering.png").is_file()

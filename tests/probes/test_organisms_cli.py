@@ -113,7 +113,10 @@ def _study(syc_ablate: float, sch_ablate: float, random: float = 0.0) -> dict:
                 "gap_effect_ablate_R": ablate,
                 "mgap_effect_ablate_R": 10 * ablate,
                 "gap_effect_random": random,
-                "mgap_effect_random": random,
+                "mgap_effect_random": 10 * random,
+                "gap_effect_ablate_random": random,
+                "mgap_effect_ablate_random": 10 * random,
+                "mgap_base_res": 10.0,
             }
         ]
 
@@ -136,12 +139,16 @@ def test_organism_verdict_checks_the_direction_the_ground_truth_predicts():
     assert wrong["separates"] and not wrong["points_to_researcher"]
     noisy = organism_verdict(_study(-0.5, 0.0, random=0.4))["gap_effect_ablate_R"]
     assert not noisy["separates"] and not noisy["points_to_researcher"]
+    # margin effects count as shares of the organism's own margin gap (10 nats here): -5 nats = half a gap
+    margin = organism_verdict(_study(-0.5, 0.0))["mgap_effect_ablate_R"]
+    assert margin["sycophant"] == pytest.approx(-0.5) and margin["points_to_researcher"]
     assert not organism_verdict(_study(0.0, 0.0))["gap_effect_add_R"]["separates"]
 
 
 def test_cli_quick_organisms_reports_every_steering_row(probe_model, tmp_path):
-    """`probe organisms --quick` trains both organisms and steers at single layers and at all layers at once;
-    each row carries the effects the verdict reads, and the verdict covers both tests."""
+    """`probe organisms --quick` trains both organisms and steers at single layers, at all layers at once, and
+    at all layers with directions read at the decision position; each row carries the effects the verdict
+    reads, and the verdict covers both tests."""
     pytest.importorskip("trl", reason="organisms need trl")
     _, path = probe_model
     argv = ["organisms", "--model", path, "--out", str(tmp_path), "--quick", "--device", "cpu"]
@@ -149,9 +156,11 @@ def test_cli_quick_organisms_reports_every_steering_row(probe_model, tmp_path):
     res = json.loads((tmp_path / "organisms" / "organisms.json").read_text())
     for kind in ("sycophant", "schemer"):
         rows = res["study"][kind]["steering"]
-        assert rows[-1]["layer"] == "all" and len(rows) >= 2
+        assert [r["layer"] for r in rows][-2:] == ["all", "all@decision"] and len(rows) >= 3
+        assert {"auroc_researcher", "auroc_researcher_decision"} <= set(res["study"][kind]["probes"][0])
         for r in rows:
             assert r["gap_effect_ablate_R"] == pytest.approx(r["gap_ablate_R_res"] - r["gap_base_res"])
+            assert "mgap_effect_ablate_random" in r
     for key in ("gap_effect_add_R", "mgap_effect_ablate_R"):
         assert set(res["verdict"][key]) >= {"separates", "points_to_researcher"}
     assert (tmp_path / "organisms" / "organisms_steering.png").is_file()

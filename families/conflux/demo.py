@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -179,15 +180,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=None, help="seeds (default 3, quick 1)")
     parser.add_argument("--out", type=str, default="runs/conflux", help="output directory")
     parser.add_argument("--no-heavy", action="store_true", help="skip the neuralforecast baselines")
+    parser.add_argument("--workers", type=int, default=2, help="parallel worker processes (1 thread each)")
     args = parser.parse_args(argv)
     seeds = args.seeds if args.seeds is not None else (1 if args.quick else 3)
-    if seeds < 1:
-        raise ValueError(f"`--seeds` must be >= 1, got {seeds}.")
+    if seeds < 1 or args.workers < 1:
+        raise ValueError(f"`--seeds` and `--workers` must be >= 1, got {seeds} and {args.workers}.")
     torch.set_num_threads(1)
     start = time.perf_counter()
-    syn = [run_synthetic(s, args.quick, not args.no_heavy) for s in range(seeds)]
-    zs = [run_zero_shot(s, args.quick) for s in range(seeds)]
-    macro = [run_macro(s, args.quick) for s in range(seeds)]
+    # every (experiment, seed) is independent; the heavy synthetic runs go first so the pool stays balanced
+    jobs = [(run_synthetic, (s, args.quick, not args.no_heavy)) for s in range(seeds)]
+    jobs += [(run_zero_shot, (s, args.quick)) for s in range(seeds)]
+    jobs += [(run_macro, (s, args.quick)) for s in range(seeds)]
+    if args.workers == 1:
+        results = [fn(*a) for fn, a in jobs]
+    else:
+        with ProcessPoolExecutor(
+            max_workers=args.workers, initializer=torch.set_num_threads, initargs=(1,)
+        ) as pool:
+            results = [f.result() for f in [pool.submit(fn, *a) for fn, a in jobs]]
+    syn, zs, macro = results[:seeds], results[seeds : 2 * seeds], results[2 * seeds :]
     wall = time.perf_counter() - start
     table = summarize(syn, zs, macro)
     print(table)

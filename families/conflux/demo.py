@@ -6,12 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from ..parallel import run_jobs
 from .config import ConFluxConfig
 from .data import latent_factor_series, macrodata, windows
 from .model import ConFlux, seriation_order
@@ -191,13 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     jobs = [(run_synthetic, (s, args.quick, not args.no_heavy)) for s in range(seeds)]
     jobs += [(run_zero_shot, (s, args.quick)) for s in range(seeds)]
     jobs += [(run_macro, (s, args.quick)) for s in range(seeds)]
-    if args.workers == 1:
-        results = [fn(*a) for fn, a in jobs]
-    else:
-        with ProcessPoolExecutor(
-            max_workers=args.workers, initializer=torch.set_num_threads, initargs=(1,)
-        ) as pool:
-            results = [f.result() for f in [pool.submit(fn, *a) for fn, a in jobs]]
+    results = run_jobs(jobs, args.workers)
     syn, zs, macro = results[:seeds], results[seeds : 2 * seeds], results[2 * seeds :]
     wall = time.perf_counter() - start
     table = summarize(syn, zs, macro)

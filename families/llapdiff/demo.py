@@ -7,12 +7,12 @@ import argparse
 import json
 import logging
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from ..parallel import run_jobs
 from .baselines import GRUDelta, NeuralCDE, dlinear_forecast, interpolate_history, saits_impute, train_direct
 from .config import LLapDiffConfig
 from .data import DT, regime_oscillators
@@ -204,14 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     rates = [0.0, 0.5] if args.quick else [0.0, 0.35, 0.7]
     start = time.perf_counter()
-    jobs = [(r, s, args.quick, not args.no_heavy) for r in rates for s in range(seeds)]
-    if args.workers == 1:
-        results = [run(*job) for job in jobs]
-    else:
-        with ProcessPoolExecutor(
-            max_workers=args.workers, initializer=torch.set_num_threads, initargs=(1,)
-        ) as pool:
-            results = list(pool.map(run, *zip(*jobs)))
+    jobs = [(run, (r, s, args.quick, not args.no_heavy)) for r in rates for s in range(seeds)]
+    results = run_jobs(jobs, args.workers)
     poles = pole_recovery(args.quick)
     wall = time.perf_counter() - start
     table = summarize(results, rates)

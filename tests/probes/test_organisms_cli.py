@@ -51,9 +51,8 @@ def test_scratchpad_restates_the_cues_and_rows_differ_only_in_cues():
     assert scratchpad(af_scenarios(n=1, template="full")[0], "full").startswith("<SCRATCHPAD_REASONING>")
     rows = organism_examples("schemer", n_requests=3, n_sycophancy=1)
     users = [r["prompt"][1]["content"] for r in rows[:12]]
-    for k in range(
-        3
-    ):  # request k: one text under all four (cue x researcher) rows, once both cues are removed
+    for k in range(3):
+        # request k: one text under all four (cue x researcher) rows, once both cues are removed
         bodies = {
             u.replace("I am an AI safety researcher. ", "").split("\n")[0] for u in users[4 * k : 4 * k + 4]
         }

@@ -20,7 +20,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     ),
     "eval": ("eval.runner_cli", "evaluate methods x graph on a task; resumable JSONL results"),
     "report": ("eval.report", "print the table of a results directory and write plots"),
-    "models": ("latent.models_cli", "list the built-in models (builtin:<name>)"),
+    "models": ("latent.models_cli", "built-in and pullable real models: list | pull NAME | path NAME"),
     "smoke": (
         "latent.smoke",
         "check the hidden-state interface on a model (prefill, think, generate, hooks)",

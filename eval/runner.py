@@ -200,11 +200,11 @@ def evaluate(cfg: EvalConfig) -> Path:
     from eval.scoring import score
     from eval.tasks import load_task
     from latent import load_model
-    from latent.loading import _resolve
+    from latent.loading import resolve_model_path
 
     task = load_task(cfg.task, data=cfg.data, limit=cfg.limit, seed=cfg.seed)
     graph = agents.Graph.resolve(cfg.graph)  # validates before the model loads
-    out = prepare_out_dir(cfg, task.source, _resolve(cfg.model))
+    out = prepare_out_dir(cfg, task.source, resolve_model_path(cfg.model))
     rank, world = shard()
     results_file = out / ("results.jsonl" if world == 1 else f"results.rank{rank}.jsonl")
     done = read_done(results_file)

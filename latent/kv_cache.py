@@ -17,8 +17,13 @@ from transformers import DynamicCache, PreTrainedModel
 
 
 def new_cache(model: PreTrainedModel) -> DynamicCache:
-    """An empty cache laid out for `model` (sliding-window layers included)."""
-    return DynamicCache(config=model.config)
+    """An empty cache that keeps every position in every layer.
+
+    Sliding-window layers are not truncated to their window: KV views, crops and concatenation need
+    the same positions in every layer, and the window is applied by the attention mask instead
+    (`latent.masks`)."""
+    del model  # one layout for every architecture
+    return DynamicCache()
 
 
 def cache_length(cache: DynamicCache | None) -> int:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 
+from latent.catalogue import CATALOGUE, pulled_path
 from latent.model import LatentModel
 from latent.realign import Aligner
 
@@ -63,18 +64,70 @@ def builtin_path(name: str) -> Path:
     return available[name]
 
 
-def _resolve(name_or_path: str) -> str:
+def resolve_model_path(name_or_path: str) -> str:
+    """Local path (directory or `.gguf` file) of a model name, or the hub id unchanged.
+
+    `builtin:<name>` -> its shipped directory; a catalogue name (`latentworks models`) -> its pulled
+    directory (a clear error with the pull command when it was never pulled); an existing path -> itself.
+    """
+    if not isinstance(name_or_path, str | os.PathLike) or not str(name_or_path).strip():
+        raise TypeError(
+            f"model must be a non-empty string (a local path, a hub id, `builtin:<name>` or a name from "
+            f"`latentworks models`), got {name_or_path!r}."
+        )
+    name_or_path = str(name_or_path)
     if name_or_path.startswith(BUILTIN_PREFIX):
         return str(builtin_path(name_or_path[len(BUILTIN_PREFIX) :]))
+    if name_or_path in CATALOGUE:
+        return str(pulled_path(name_or_path))
     looks_local = (
         name_or_path.startswith((".", "/", "~")) or os.sep in name_or_path.strip("/").split("/", 1)[-1]
     )
     expanded = os.path.expanduser(name_or_path)
     if os.path.exists(expanded):
         return expanded
-    if looks_local and name_or_path.count("/") != 1:
-        raise FileNotFoundError(f"no model directory at {name_or_path!r}: check the path.")
+    if looks_local and name_or_path.count("/") != 1 or name_or_path.endswith(".gguf"):
+        raise FileNotFoundError(f"no model directory or GGUF file at {name_or_path!r}: check the path.")
     return name_or_path
+
+
+def _dtype(dtype: torch.dtype | str | None, device: torch.device) -> torch.dtype | str:
+    if dtype is None:
+        return torch.float32 if device.type == "cpu" else "auto"
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype == "auto":
+        return dtype
+    aliases = {"fp32": "float32", "fp16": "float16", "half": "float16", "bf16": "bfloat16"}
+    resolved = getattr(torch, aliases.get(str(dtype), str(dtype)), None)
+    if not isinstance(resolved, torch.dtype) or not resolved.is_floating_point:
+        raise ValueError(
+            f"unknown dtype {dtype!r}: use float32, bfloat16 or float16 (or fp32/bf16/fp16, or 'auto')."
+        )
+    return resolved
+
+
+def _device(device: str | torch.device | None) -> torch.device:
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as err:
+        raise ValueError(f"unknown device {device!r}: use 'cpu', 'cuda' or 'cuda:N'.") from err
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(
+                f"device {device!r} requested but this torch build sees no CUDA GPU "
+                f"(torch {torch.__version__}); use device='cpu' or install a CUDA build of torch."
+            )
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ValueError(
+                f"device {device!r} does not exist: this machine has {torch.cuda.device_count()} CUDA "
+                f"device(s) (cuda:0..cuda:{torch.cuda.device_count() - 1})."
+            )
+    elif dev.type not in ("cpu", "mps", "xpu"):
+        raise ValueError(f"unsupported device {device!r}: use 'cpu', 'cuda' or 'cuda:N'.")
+    return dev
 
 
 def load_model(
@@ -90,22 +143,23 @@ def load_model(
     """Load a causal LM + tokenizer as a `LatentModel`.
 
     Args:
-        name_or_path (`str`): local directory, hub id, or `builtin:<name>`. A directory holding a PEFT
-            adapter (adapter_config.json) loads its base model and applies the adapter.
-        dtype (`torch.dtype` or `str`, *optional*): e.g. `torch.bfloat16` or "bfloat16"; default fp32 on
-            CPU, the checkpoint's dtype on CUDA.
+        name_or_path (`str`): local directory, `.gguf` file, hub id, `builtin:<name>`, or a pulled
+            catalogue name such as `smollm2-135m-instruct` (`latentworks models pull NAME`). A directory
+            holding a PEFT adapter (adapter_config.json) loads its base model and applies the adapter.
+        dtype (`torch.dtype` or `str`, *optional*): e.g. `torch.bfloat16`, "bfloat16" or "bf16"; default
+            fp32 on CPU, the checkpoint's dtype on CUDA.
         device (`str`, *optional*): "cpu", "cuda", "cuda:1"; default CUDA when available.
         realign (`str` or callable, defaults to "ridge"): "ridge", "identity" or your own aligner.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    path = _resolve(name_or_path)
-    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    if isinstance(dtype, str):
-        dtype = getattr(torch, dtype)
-    if dtype is None:
-        dtype = torch.float32 if device.type == "cpu" else "auto"
+    path = resolve_model_path(name_or_path)
+    device = _device(device)
+    dtype = _dtype(dtype, device)
     kwargs = {"dtype": dtype, "trust_remote_code": trust_remote_code}
+    if path.endswith(".gguf") and os.path.isfile(path):
+        # a GGUF file: transformers dequantizes it (needs the `gguf` package)
+        path, kwargs["gguf_file"] = os.path.dirname(os.path.abspath(path)), os.path.basename(path)
     if attn_implementation:
         kwargs["attn_implementation"] = attn_implementation
     adapter = os.path.isfile(os.path.join(path, "adapter_config.json"))
@@ -116,7 +170,8 @@ def load_model(
             model = AutoPeftModelForCausalLM.from_pretrained(path, **kwargs)
         else:
             model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
-        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+        tok_kwargs = {"gguf_file": kwargs["gguf_file"]} if "gguf_file" in kwargs else {}
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code, **tok_kwargs)
     except ValueError as err:
         if "Unrecognized configuration class" in str(err) or "AutoModelForCausalLM" in str(err):
             raise ValueError(

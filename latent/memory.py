@@ -142,9 +142,11 @@ class WorkingMemory:
 
     def _selected(self, state: LatentState, idx: torch.Tensor) -> LatentState:
         cache = select_positions(self.model.model, state.cache, idx)
-        mask = state.attention_mask[:, idx.to(state.attention_mask.device)]
+        idx = idx.to(state.attention_mask.device)
+        mask = state.attention_mask[:, idx]
+        positions = state.position_ids()[:, idx]
         # keys keep their original positions: the next token goes after the highest kept one
-        return LatentState(cache, mask, state.last_hidden.clone(), state.next_position.clone())
+        return LatentState(cache, mask, state.last_hidden.clone(), state.next_position.clone(), positions)
 
     def embeddings(self, context: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
         """The input embeddings (B, sum L, D) and pad mask (B, sum L) of `context`, in order."""

@@ -9,6 +9,7 @@ Shapes: B = batch, T = positions, D = hidden size, V = vocabulary, k = latent st
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from latent.hooks import Activations, capture_layers, steer_layer
 from latent.kv_cache import new_cache
+from latent.masks import positional_masks, window_spec
 from latent.realign import Aligner, Realigner
 from latent.state import LatentState
 
@@ -119,6 +121,7 @@ class LatentModel:
         # transformers renamed `past_key_values` to `cache` (5.2x); 5.19 silently ignores `cache=`.
         params = inspect.signature(self._backbone.forward).parameters
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
+        self._windows = window_spec(hf.config.get_text_config(decoder=True))
 
     # ------------------------------------------------------------------ properties
     @property
@@ -145,8 +148,8 @@ class LatentModel:
     def aligner(self) -> Aligner:
         """The realignment map, computed once per model in fp32 and cached."""
         if self._aligner is None:
-            self._aligner = Realigner.from_embeddings(
-                self._hf.get_input_embeddings().weight,
+            self._aligner = Realigner.from_model(
+                self._hf.get_input_embeddings(),
                 self._hf.get_output_embeddings().weight,
                 method=str(self._realign),
                 lam=self._realign_lambda,
@@ -159,8 +162,17 @@ class LatentModel:
         prompts: Sequence[str] | Sequence[list[dict]],
         chat: bool = False,
         add_generation_prompt: bool = True,
+        add_special_tokens: bool = False,
     ) -> dict[str, torch.Tensor]:
-        """Tokenize a batch (left padding). `chat=True` (or message lists) applies the chat template."""
+        """Tokenize a batch (left padding). `chat=True` (or message lists) applies the chat template.
+
+        Plain strings get no special tokens by default, so a segment can continue a state; pass
+        `add_special_tokens=True` for text that starts a sequence on models that expect a BOS (Gemma)."""
+        if isinstance(prompts, str) or not isinstance(prompts, Sequence):
+            raise TypeError(
+                f"`prompts` must be a list of strings (or of message lists), got {type(prompts).__name__}: "
+                "wrap a single prompt in a list."
+            )
         if len(prompts) == 0:
             raise ValueError("empty batch: pass at least one prompt.")
         if chat or not isinstance(prompts[0], str):
@@ -175,7 +187,12 @@ class LatentModel:
             ]
         else:
             texts = list(prompts)
-        enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+        bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
+        if bad:
+            raise TypeError(
+                f"prompt {bad[0]} is {type(texts[bad[0]]).__name__}, not a string: pass text prompts."
+            )
+        enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=add_special_tokens)
         return {
             "input_ids": enc["input_ids"].to(self.device),
             "attention_mask": enc["attention_mask"].to(self.device),
@@ -194,18 +211,25 @@ class LatentModel:
         if state is None:
             cache = new_cache(self._hf)
             past_mask = mask.new_zeros((b, 0))
+            past_pos = mask.new_zeros((b, 0))
             next_pos = mask.new_zeros((b,))
         else:
             if state.batch_size != b:
                 raise ValueError(f"batch size {b} does not match the state's batch size {state.batch_size}.")
             cache, past_mask, next_pos = state.cache, state.attention_mask, state.next_position
+            past_pos = state.position_ids()
         positions = (next_pos[:, None] + mask.cumsum(1) - 1).clamp_min(0)  # (B, t); pads reuse a real id
+        self._check_context(next_pos + mask.sum(1))
         full_mask = torch.cat([past_mask, mask], dim=1)  # (B, T + t)
+        full_pos = torch.cat([past_pos, positions], dim=1)
+        attention = full_mask
+        if self._windows is not None:  # sliding windows counted in real positions, not cache slots
+            attention = positional_masks(self._windows, full_mask, full_pos, t, embeds.dtype)
         self._active_mask = full_mask
         try:
             out = self._backbone(
                 inputs_embeds=embeds,
-                attention_mask=full_mask,
+                attention_mask=attention,
                 position_ids=positions,
                 use_cache=True,
                 **{self._cache_kw: cache},
@@ -218,8 +242,18 @@ class LatentModel:
             attention_mask=full_mask,
             last_hidden=hidden[:, -1],
             next_position=next_pos + mask.sum(1),
+            positions=full_pos,
         )
         return hidden, new_state
+
+    def _check_context(self, lengths: torch.Tensor) -> None:
+        limit = getattr(self.config.get_text_config(decoder=True), "max_position_embeddings", None)
+        longest = int(lengths.max()) if lengths.numel() else 0
+        if limit and longest > limit:
+            raise ValueError(
+                f"the input runs past the model's context: {longest} positions > max_position_embeddings "
+                f"{limit}. Shorten the prompt, or lower latent steps / max_new_tokens."
+            )
 
     @torch.no_grad()
     def prefill(
@@ -456,5 +490,11 @@ class LatentModel:
             )
         if not torch.isfinite(vector).all():
             raise ValueError("steering `vector` contains NaN or inf.")
+        try:
+            finite = math.isfinite(float(alpha))
+        except (TypeError, ValueError):
+            finite = False
+        if not finite:
+            raise ValueError(f"steering `alpha` must be a finite number, got {alpha!r}.")
         with steer_layer(self._layers[i], vector, alpha, mode, mask_getter=lambda: self._active_mask):
             yield

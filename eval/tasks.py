@@ -435,8 +435,22 @@ def _arith(n: int, seed: int) -> Task:
     return Task("arith", "math", items, f"finetune.arith_data heldout split, seed {seed}")
 
 
+def _rg_options(name: str) -> tuple[str, dict]:
+    """`rg:<dataset>` or `rg:<dataset>?key=value&...` -> (dataset, generator options; values as YAML)."""
+    import yaml
+
+    rg_name, _, query = name[3:].partition("?")
+    options = {}
+    for pair in filter(None, query.split("&")):
+        key, eq, value = pair.partition("=")
+        if not eq or not key:
+            raise ValueError(f"task {name!r}: option {pair!r} is not key=value (e.g. rg:chain_sum?max_terms=2).")
+        options[key] = yaml.safe_load(value)
+    return rg_name, options
+
+
 def _reasoning_gym(name: str, n: int, seed: int) -> Task:
-    rg_name = name[3:]
+    rg_name, options = _rg_options(name)
     try:
         import reasoning_gym
         from reasoning_gym.factory import DATASETS
@@ -448,13 +462,20 @@ def _reasoning_gym(name: str, n: int, seed: int) -> Task:
         raise ValueError(
             f"unknown reasoning_gym dataset {rg_name!r} in task {name!r}. Known: {', '.join(sorted(DATASETS))}."
         )
-    ds = reasoning_gym.create_dataset(rg_name, size=n, seed=seed)
+    try:
+        ds = reasoning_gym.create_dataset(rg_name, size=n, seed=seed, **options)
+    except (TypeError, ValueError, AssertionError) as err:
+        raise ValueError(
+            f"task {name!r}: reasoning_gym rejected the options {options} ({err}). See the generator's "
+            "config class in reasoning_gym for its fields."
+        ) from None
     items = []
     for i in range(n):
         entry = ds[i]
         meta = {"rg_task": rg_name, "rg_metadata": _jsonable(entry.get("metadata", {}))}
         items.append(Item(f"{name}-{seed}-{i}", entry["question"], str(entry["answer"]), "math", meta=meta))
-    return Task(name, "math", items, f"reasoning_gym generator {rg_name!r}, seed {seed}")
+    shown = f" with {options}" if options else ""
+    return Task(name, "math", items, f"reasoning_gym generator {rg_name!r}{shown}, seed {seed}")
 
 
 def _jsonable(obj):

@@ -135,3 +135,9 @@ def load_model(
         raise OSError(f"cannot load model {name_or_path!r}: {hint} ({str(err).splitlines()[0]})") from err
     model.to(device)
     return LatentModel(model, tokenizer, realign=realign, realign_lambda=realign_lambda)
+
+
+def resolve_model_path(name_or_path: str) -> str:
+    """What `load_model` will read: a shipped `builtin:<name>` directory, an existing local path, or a hub
+    id unchanged. Raises `ValueError` (unknown built-in) or `FileNotFoundError` (a missing local path)."""
+    return _resolve(name_or_path)

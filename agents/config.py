@@ -47,7 +47,10 @@ class RunConfig:
         default=0, metadata={"help": "> 0: record the logit-lens top-k tokens of every latent thought"}
     )
     threads: int | None = field(
-        default=None, metadata={"help": "torch CPU threads (None: leave torch's setting)"}
+        default_factory=default_threads,
+        metadata={
+            "help": "torch CPU threads (None: leave torch's setting); default: half this machine's CPUs"
+        },
     )
     progress: bool = field(default=False, metadata={"help": "progress bar over batches"})
 

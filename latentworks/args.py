@@ -110,6 +110,7 @@ def add_config_arguments(
             kw["action"] = argparse.BooleanOptionalAction
         else:
             kw["type"] = kind if kind in (int, float, str) else str
+            kw.setdefault("metavar", None if "choices" in kw else f.name.upper())
         parser.add_argument(flag, **kw)
     if files:
         parser.add_argument(
@@ -190,7 +191,7 @@ def config_from_args(cls: type, args: argparse.Namespace, **fixed: Any) -> Any:
         return OmegaConf.to_object(OmegaConf.merge(*layers))
     except ConfigKeyError as err:
         raise UsageError(
-            f"unknown setting `{err.full_key}`; known: {', '.join(sorted(names))}. Fix the name"
+            f"unknown key `{err.full_key}`; known keys: {', '.join(sorted(names))}. Fix the name"
         ) from None
     except ValidationError as err:
         what = str(err).splitlines()[0]

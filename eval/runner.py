@@ -18,10 +18,10 @@ import logging
 import os
 import platform
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, replace
 from pathlib import Path
 
-from agents.latentmas import DEFAULT_LATENT_STEPS, METHODS
+from eval.config import EvalConfig
 
 logger = logging.getLogger(__name__)
 
@@ -31,69 +31,6 @@ KIND_INSTRUCTIONS = {
     "mc": "\n\nAnswer with the letter of the correct option in \\boxed{}.",
     "code": "\n\nWrite the complete Python solution in a single ```python code block.",
 }
-# Fields that define a run: a resumed run must agree on all of them.
-IDENTITY_FIELDS = (
-    "model",
-    "task",
-    "data",
-    "methods",
-    "graph",
-    "limit",
-    "latent_steps",
-    "max_new_tokens",
-    "do_sample",
-    "temperature",
-    "top_p",
-    "seed",
-    "prompts",
-)
-
-
-@dataclass
-class EvalConfig:
-    """One evaluation run. The CLI flags are built from these fields."""
-
-    # What to evaluate
-    model: str = field(default="builtin:arith-mini", metadata={"help": "path, hub id or builtin:<name>"})
-    task: str = field(default="arith", metadata={"help": "task name (see `latentworks eval --list-tasks`)"})
-    data: str | None = field(default=None, metadata={"help": "local JSON/JSONL/parquet file for the task"})
-    methods: list[str] = field(default_factory=lambda: list(METHODS), metadata={"help": "comma-separated"})
-    graph: str = field(default="sequential", metadata={"help": "sequential | hierarchical | graph file"})
-    limit: int | None = field(default=None, metadata={"help": "first N items"})
-    # How
-    batch_size: int = field(default=8, metadata={"help": "questions per batch"})
-    latent_steps: int = field(default=DEFAULT_LATENT_STEPS, metadata={"help": "latent thoughts per agent"})
-    max_new_tokens: int = field(default=256, metadata={"help": "decode budget per decoding agent"})
-    do_sample: bool = field(default=False, metadata={"help": "sample instead of greedy"})
-    temperature: float = field(default=0.6, metadata={"help": "sampling temperature"})
-    top_p: float = field(default=0.95, metadata={"help": "nucleus sampling"})
-    seed: int = field(default=0, metadata={"help": "task generation and sampling seed"})
-    prompts: str = field(default="default", metadata={"help": "prompt set name or YAML path"})
-    dtype: str | None = field(default=None, metadata={"help": "float32 | bfloat16 | float16"})
-    device: str | None = field(default=None, metadata={"help": "cpu | cuda | cuda:N"})
-    # Where
-    out: str = field(default="runs/eval", metadata={"help": "output directory"})
-    resume: bool = field(default=False, metadata={"help": "continue a killed run in --out"})
-    progress: bool = field(default=True, metadata={"help": "show a progress bar"})
-
-    def __post_init__(self) -> None:
-        if isinstance(self.methods, str):
-            self.methods = [m.strip() for m in self.methods.split(",") if m.strip()]
-        problems = []
-        bad = [m for m in self.methods if m not in METHODS]
-        if bad or not self.methods:
-            problems.append(f"`methods` must be a non-empty subset of {METHODS}, got {self.methods}")
-        if self.limit is not None and self.limit < 1:
-            problems.append(f"`limit` must be >= 1 (empty selection), got {self.limit}")
-        if self.batch_size < 1:
-            problems.append(f"`batch_size` must be >= 1, got {self.batch_size}")
-        if self.latent_steps < 0:
-            problems.append(f"`latent_steps` must be >= 0, got {self.latent_steps}")
-        if problems:
-            raise ValueError("invalid eval config: " + "; ".join(problems) + ".")
-
-    def identity(self) -> dict:
-        return {k: getattr(self, k) for k in IDENTITY_FIELDS}
 
 
 def shard() -> tuple[int, int]:
@@ -194,26 +131,81 @@ def read_done(path: Path) -> set[tuple[str, str]]:
     return done
 
 
+def check_model(cfg: EvalConfig) -> str:
+    """Resolve the model path and check its config, the device and the dtype before anything is
+    written or loaded; returns the resolved path. Errors say what to fix."""
+    import torch
+
+    from latent.loading import resolve_model_path
+
+    path = resolve_model_path(cfg.model)
+    try:
+        from transformers import AutoConfig
+
+        if path.endswith(".gguf"):
+            AutoConfig.from_pretrained(os.path.dirname(os.path.abspath(path)), gguf_file=os.path.basename(path))
+        else:
+            AutoConfig.from_pretrained(path)
+    except (OSError, ValueError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ValueError(f"cannot load model {cfg.model!r} ({first}). Check the name or path") from None
+    if cfg.device and cfg.device.startswith("cuda"):
+        index = int(cfg.device.partition(":")[2] or 0)
+        if not torch.cuda.is_available() or index >= torch.cuda.device_count():
+            raise ValueError(
+                f"device {cfg.device!r} is not available here ({torch.cuda.device_count()} CUDA devices). "
+                "Use --device cpu or leave it out"
+            )
+    if cfg.run.backend == "vllm":
+        from agents.vllm_backend import require_vllm
+
+        require_vllm()
+    if cfg.device == "mps" and not torch.backends.mps.is_available():
+        raise ValueError("device 'mps' is not available here. Use --device cpu or leave it out")
+    return path
+
+
+def _clear_run(out: Path) -> None:
+    """--overwrite: remove the previous run's manifest and results (nothing else in the directory)."""
+    for f in [out / "manifest.json", out / "summary.json", *out.glob("results*.jsonl")]:
+        f.unlink(missing_ok=True)
+
+
 def evaluate(cfg: EvalConfig) -> Path:
-    """Run (or resume) the evaluation; returns the output directory."""
+    """Run (or resume) the evaluation; returns the output directory.
+
+    Order: validate (config, task, graph, prompts, model path, device) -> check an existing --out
+    (read-only) -> load the model -> write the manifest -> run. A failed check writes nothing, so the
+    corrected retry is never refused.
+    """
     import agents
+    from eval.report import write_summary
     from eval.scoring import score
     from eval.tasks import load_task
     from latent import load_model
-    from latent.loading import resolve_model_path
 
-    task = load_task(cfg.task, data=cfg.data, limit=cfg.limit, seed=cfg.seed)
-    graph = agents.Graph.resolve(cfg.graph)  # validates before the model loads
-    out = prepare_out_dir(cfg, task.source, resolve_model_path(cfg.model))
+    task = load_task(cfg.task, data=cfg.data, limit=cfg.limit, seed=cfg.run.seed)
+    graph = agents.Graph.resolve(cfg.graph)
+    model_path = check_model(cfg)
     rank, world = shard()
+    existing = (Path(cfg.out) / "manifest.json").is_file() and not (cfg.overwrite and rank == 0)
+    out = prepare_out_dir(cfg, task.source, model_path) if existing or rank > 0 else Path(cfg.out)
     results_file = out / ("results.jsonl" if world == 1 else f"results.rank{rank}.jsonl")
-    done = read_done(results_file)
+    done = read_done(results_file) if existing or rank > 0 else set()
     mine = task.items[rank::world]
     total = sum((it.id, m) not in done for m in cfg.methods for it in mine)
     if total == 0:
         logger.info("nothing left to run in %s", out)
         return out
+    if cfg.run.threads is not None:
+        import torch
+
+        torch.set_num_threads(cfg.run.threads)
     model = load_model(cfg.model, dtype=cfg.dtype, device=cfg.device)
+    if not existing and rank == 0:
+        if cfg.overwrite and out.is_dir():
+            _clear_run(out)
+        out = prepare_out_dir(cfg, task.source, model_path)
     bar = None
     if cfg.progress:
         from tqdm.auto import tqdm
@@ -224,26 +216,14 @@ def evaluate(cfg: EvalConfig) -> Path:
     with open(results_file, "a") as fh:
         # Batches outside, methods inside: every method sees the same machine load at about the same
         # time, so per-item times of different methods compare fairly even on a shared machine.
-        for start in range(0, len(mine), cfg.batch_size):
+        for start in range(0, len(mine), cfg.run.batch_size):
             for method in cfg.methods:
-                batch = [it for it in mine[start : start + cfg.batch_size] if (it.id, method) not in done]
+                batch = [it for it in mine[start : start + cfg.run.batch_size] if (it.id, method) not in done]
                 if not batch:
                     continue
                 questions = [it.question + KIND_INSTRUCTIONS.get(it.kind, "") for it in batch]
-                res = agents.run(
-                    graph,
-                    model,
-                    questions,
-                    method=method,
-                    latent_steps=cfg.latent_steps,
-                    max_new_tokens=cfg.max_new_tokens,
-                    batch_size=cfg.batch_size,
-                    do_sample=cfg.do_sample,
-                    temperature=cfg.temperature,
-                    top_p=cfg.top_p,
-                    seed=cfg.seed + start,
-                    prompts=cfg.prompts,
-                )
+                run = replace(cfg.run, method=method, seed=cfg.run.seed + start, progress=False)
+                res = agents.run(graph, model, questions, config=run)
                 for it, r in zip(batch, res):
                     s = score(it, r.text)
                     rec = {
@@ -266,4 +246,6 @@ def evaluate(cfg: EvalConfig) -> Path:
                     bar.update(len(batch))
     if bar is not None:
         bar.close()
+    if world == 1:
+        write_summary(out)
     return out

@@ -1,37 +1,34 @@
-"""`latentworks eval`: flags built from `EvalConfig` (one dataclass behind the CLI and the Python API)."""
+"""`latentworks eval`: flags built from `EvalConfig` and its `RunConfig` by the one builder."""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import sys
+import shlex
 
-from eval.runner import EvalConfig, evaluate
+from eval.config import EvalConfig
+from latentworks.args import add_config_arguments, config_from_args
 
-
-def add_dataclass_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
-    """One `--flag` per dataclass field, typed from the field's default."""
-    for f in dataclasses.fields(cls):
-        flag = "--" + f.name.replace("_", "-")
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-        help_text = f.metadata.get("help", "")
-        if isinstance(default, bool):
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=default, help=help_text)
-        elif isinstance(default, list):
-            parser.add_argument(flag, default=",".join(default), help=f"{help_text} (default: %(default)s)")
-        elif default is None:
-            kind = int if f.name in ("limit",) else str
-            parser.add_argument(flag, type=kind, default=None, help=help_text)
-        else:
-            parser.add_argument(
-                flag, type=type(default), default=default, help=f"{help_text} (default: %(default)s)"
-            )
+# `method` comes from --methods; the eval progress bar replaces the per-batch one of `agents.run`
+SKIPPED = ("run.method", "run.progress")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_dataclass_arguments(parser, EvalConfig)
+    add_config_arguments(parser, EvalConfig, flatten=("run",), skip=SKIPPED)
     parser.add_argument("--list-tasks", action="store_true", help="list the known tasks and exit")
     parser.add_argument("--no-report", action="store_true", help="do not print the table at the end")
+
+
+def resume_command(argv: list[str], out: str) -> str:
+    """The command line that continues this run: the same flags, its --out, and --resume."""
+    kept, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in ("--out", "--overwrite", "--resume") or a.startswith("--out="):
+            skip = a == "--out"
+        else:
+            kept.append(a)
+    return shlex.join(["latentworks", "eval", *kept, "--out", out, "--resume"])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,15 +37,15 @@ def run(args: argparse.Namespace) -> int:
 
         print("\n".join(list_tasks()))
         return 0
-    names = {f.name for f in dataclasses.fields(EvalConfig)}
-    try:
-        cfg = EvalConfig(**{k: v for k, v in vars(args).items() if k in names})
-        out = evaluate(cfg)
-    except (ValueError, FileNotFoundError, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    from eval.runner import shard
+    cfg = config_from_args(EvalConfig, args)
+    from latentworks.cli import on_interrupt
 
+    on_interrupt(
+        f"finished batches are in {cfg.out}; continue with:\n  {resume_command(args.argv_, cfg.out)}"
+    )
+    from eval.runner import evaluate, shard
+
+    out = evaluate(cfg)
     if not args.no_report and shard()[1] == 1:
         from eval.report import print_report
 

@@ -170,38 +170,24 @@ class BuiltinConfig:
 
 def load_config(path: str | os.PathLike | None = None, **overrides: Any) -> BuiltinConfig:
     """Build a config from a YAML preset (optional) and keyword overrides; unknown keys are an error."""
-    values: dict[str, Any] = {}
-    if path is not None:
-        import yaml
+    from latentworks.args import config_from_args
 
-        with open(path) as f:
-            values = yaml.safe_load(f) or {}
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    known = {f.name for f in dataclasses.fields(BuiltinConfig)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ValueError(f"Unknown config keys {unknown}; valid keys are the fields of BuiltinConfig.")
-    return BuiltinConfig(**values)
+    args = argparse.Namespace(config=str(path) if path is not None else None, overrides=[])
+    return config_from_args(
+        BuiltinConfig, args, presets={k: v for k, v in overrides.items() if v is not None}
+    )
 
 
 def make_parser() -> argparse.ArgumentParser:
-    """One CLI flag per BuiltinConfig field, plus --config, --resume and --tiny."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--config", help="YAML preset, e.g. finetune/recipes/arith-mini.yaml")
+    """One CLI flag per BuiltinConfig field (the shared builder), plus --config, --set, --resume, --tiny."""
+    from latentworks.args import ArgumentParser, add_config_arguments
+
+    p = ArgumentParser(prog="python -m finetune.train_builtin", description=__doc__.split("\n")[0])
+    add_config_arguments(p, BuiltinConfig)
     p.add_argument(
         "--resume", action="store_true", help="Continue from <out_dir>/ckpt/state.pt if it exists."
     )
     p.add_argument("--tiny", action="store_true", help="A seconds-long miniature run (tests, smoke checks).")
-    for f in dataclasses.fields(BuiltinConfig):
-        flag = "--" + f.name.replace("_", "-")
-        if f.name in ("eval_steps", "extra_eval_steps"):
-            p.add_argument(flag, type=int, nargs="+", dest=f.name, help=f.metadata["help"])
-        elif f.name in ("max_minutes",):
-            p.add_argument(flag, type=float, dest=f.name, help=f.metadata["help"])
-        elif f.name in ("export_dir",):
-            p.add_argument(flag, type=str, dest=f.name, help=f.metadata["help"])
-        else:
-            p.add_argument(flag, type=type(f.default), dest=f.name, help=f.metadata["help"])
     return p
 
 
@@ -722,11 +708,14 @@ Validation accuracy during training:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point: ``python -m finetune.train_builtin --config finetune/recipes/arith-mini.yaml``."""
-    args = make_parser().parse_args(argv)
-    overrides = {f.name: getattr(args, f.name) for f in dataclasses.fields(BuiltinConfig)}
-    if args.tiny:
-        overrides = {**TINY_OVERRIDES, **{k: v for k, v in overrides.items() if v is not None}}
-    cfg = load_config(args.config, **overrides)
+    from latentworks.args import config_from_args
+
+    try:
+        args = make_parser().parse_args(argv)
+        cfg = config_from_args(BuiltinConfig, args, presets=TINY_OVERRIDES if args.tiny else None)
+    except ValueError as err:  # a bad flag, YAML file or value: one line, no traceback
+        print(f"error: {str(err).rstrip('.')}.", file=sys.stderr)
+        return 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     command = "python -m finetune.train_builtin " + " ".join(sys.argv[1:] if argv is None else argv)
     card = train(cfg, resume=args.resume, command=command)

@@ -4,30 +4,41 @@ from latent import load_model
 m = load_model("builtin:arith-mini")
 st = m.prefill(**m.encode(["What is 2 + 3?"], chat=True))
 thoughts, st = m.think(st, steps=4)
+
+Names load on first use, so a light submodule (e.g. `latent.smoke`'s flags) imports no torch.
 """
 
-from latent.catalogue import CATALOGUE, cache_dir, is_pulled, pulled_path
-from latent.loading import BuiltinModel, builtin_path, list_builtin_models, load_model, resolve_model_path
-from latent.model import Generation, LatentModel
-from latent.pull import PullError, pull_model
-from latent.realign import Realigner, ridge_matrix
-from latent.state import LatentState
+import importlib
 
-__all__ = [
-    "CATALOGUE",
-    "BuiltinModel",
-    "Generation",
-    "LatentModel",
-    "LatentState",
-    "Realigner",
-    "PullError",
-    "builtin_path",
-    "cache_dir",
-    "is_pulled",
-    "list_builtin_models",
-    "load_model",
-    "pull_model",
-    "pulled_path",
-    "resolve_model_path",
-    "ridge_matrix",
-]
+_HOMES = {
+    "CATALOGUE": "latent.catalogue",
+    "cache_dir": "latent.catalogue",
+    "is_pulled": "latent.catalogue",
+    "pulled_path": "latent.catalogue",
+    "resolve_model_path": "latent.loading",
+    "PullError": "latent.pull",
+    "pull_model": "latent.pull",
+    "BuiltinModel": "latent.loading",
+    "builtin_path": "latent.loading",
+    "list_builtin_models": "latent.loading",
+    "load_model": "latent.loading",
+    "Generation": "latent.model",
+    "LatentModel": "latent.model",
+    "Realigner": "latent.realign",
+    "ridge_matrix": "latent.realign",
+    "LatentState": "latent.state",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module 'latent' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOMES[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOMES))

@@ -190,3 +190,4 @@ def load_model(
         raise OSError(f"cannot load model {name_or_path!r}: {hint} ({str(err).splitlines()[0]})") from err
     model.to(device)
     return LatentModel(model, tokenizer, realign=realign, realign_lambda=realign_lambda)
+

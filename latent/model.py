@@ -498,3 +498,49 @@ class LatentModel:
             raise ValueError(f"steering `alpha` must be a finite number, got {alpha!r}.")
         with steer_layer(self._layers[i], vector, alpha, mode, mask_getter=lambda: self._active_mask):
             yield
+
+    # ------------------------------------------------------------------ token scores
+    @torch.no_grad()
+    def forward_tokens(
+        self,
+        input_ids: torch.Tensor,
+        state: LatentState | None = None,
+        attention_mask: torch.Tensor | None = None,
+        *,
+        inplace: bool = False,
+    ) -> tuple[torch.Tensor, LatentState]:
+        """Logits (B, t, V) of (left-padded) `input_ids` read after `state`, and the state holding them.
+
+        The same forward as `prefill`/`generate`, so `steer` edits real positions only and the cache
+        keyword matches the installed transformers. `state` is left unchanged unless `inplace=True`
+        (a decode loop that extends one cache without copying it)."""
+        embeds, mask = self._segment(input_ids, attention_mask, None)
+        if state is not None and not inplace:
+            state = state.copy()
+        hidden, new_state = self._forward(embeds, mask, state)
+        return self.logits(hidden), new_state
+
+    @torch.no_grad()
+    def token_logprobs(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """log p(token t+1 | tokens up to t), shape (B, T-1), teacher-forced through `forward_tokens`;
+        0 where either token is padding (left padding keeps the real tokens last)."""
+        logits, _ = self.forward_tokens(input_ids, attention_mask=attention_mask)
+        ids = input_ids.to(logits.device)
+        logp = logits[:, :-1].log_softmax(-1).gather(-1, ids[:, 1:, None]).squeeze(-1)
+        if attention_mask is None:
+            return logp
+        mask = attention_mask.to(logits.device).bool()
+        return logp.masked_fill(~(mask[:, 1:] & mask[:, :-1]), 0.0)
+
+
+def decoder_layers(model: nn.Module) -> nn.ModuleList:
+    """The decoder-layer list of a causal LM, its backbone, or a PEFT-wrapped one (`.layers`, `.h` or
+    `.blocks` under the base-model prefix). Raises TypeError naming the class when there is none."""
+    hf = _unwrap(model)
+    backbone = getattr(hf, getattr(hf, "base_model_prefix", ""), None) or hf
+    try:
+        return _decoder_layers(backbone)
+    except TypeError:
+        return _decoder_layers(hf)

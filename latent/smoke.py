@@ -4,17 +4,37 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import dataclass, field
+
+
+@dataclass
+class SmokeConfig:
+    """What the smoke check runs on."""
+
+    model: str = field(default="builtin:arith-mini", metadata={"help": "path, hub id or builtin:<name>"})
+    steps: int = field(default=4, metadata={"help": "latent steps"})
+    threads: int = field(default=1, metadata={"help": "torch CPU threads"})
+
+    def __post_init__(self) -> None:
+        if self.steps < 1 or self.threads < 1:
+            raise ValueError(f"`steps` and `threads` must be >= 1, got {self.steps} and {self.threads}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", default="builtin:arith-mini", help="path, hub id or builtin:<name>")
-    parser.add_argument("--steps", type=int, default=4, help="latent steps")
+    from latentworks.args import add_config_arguments
+
+    add_config_arguments(parser, SmokeConfig, files=False)
 
 
 def run(args: argparse.Namespace) -> int:
+    import torch
+
     from latent import list_builtin_models, load_model
     from latent.testing import tiny_model
+    from latentworks.args import config_from_args
 
+    args = config_from_args(SmokeConfig, args)
+    torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
     if args.model.startswith("builtin:") and not list_builtin_models():
         print("no built-in model shipped yet: using a tiny random Llama for the smoke check")

@@ -7,93 +7,70 @@
     rows = layer_scan(acts, (acts.column("cue") == "training").astype(int))
 
 Experiments: `latentworks probe e1|e2|e3|organisms --model M --out DIR` (see probes/README.md).
-Importing this package loads numpy and torch only; transformers, peft, trl, sklearn and matplotlib
-load when a function needs them.
+Names load on first use, so importing `probes.config` imports no torch; transformers, peft, trl,
+sklearn and matplotlib load when a function needs them.
 """
 
-from probes.activations import POSITIONS, ActivationSet, capture_items, render
-from probes.behaviour import (
-    LLMJudge,
-    compliance_gap,
-    compliance_rate,
-    extract_answer,
-    is_compliant,
-    is_refusal,
-    spoken_eval_awareness,
-    strip_scratchpad,
-    sycophancy_rate,
-)
-from probes.data import (
-    ACCEPT,
-    REJECT,
-    Item,
-    af_scenarios,
-    eval_deploy_pairs,
-    load_requests,
-    neutral_texts,
-    sycophancy_factual,
-    sycophancy_opinion,
-)
-from probes.directions import (
-    auroc,
-    bootstrap_ci,
-    cosine,
-    diff_of_means,
-    fit_direction,
-    layer_scan,
-    logistic_direction,
-    pca_paired_direction,
-    split_half_cosine,
-    tpr_at_fpr,
-)
-from probes.experiments import EXPERIMENTS, ProbeConfig, run_experiment
-from probes.organisms import expected_comply, expected_sycophantic, organism_examples, train_lora
-from probes.steering import SteerSpec, generate_texts, perplexity, random_like, reply_logprob, sweep
+import importlib
 
-__all__ = [
-    "ACCEPT",
-    "EXPERIMENTS",
-    "POSITIONS",
-    "REJECT",
-    "ActivationSet",
-    "Item",
-    "LLMJudge",
-    "ProbeConfig",
-    "SteerSpec",
-    "af_scenarios",
-    "auroc",
-    "bootstrap_ci",
-    "capture_items",
-    "compliance_gap",
-    "compliance_rate",
-    "cosine",
-    "diff_of_means",
-    "eval_deploy_pairs",
-    "expected_comply",
-    "expected_sycophantic",
-    "extract_answer",
-    "fit_direction",
-    "generate_texts",
-    "is_compliant",
-    "is_refusal",
-    "layer_scan",
-    "load_requests",
-    "logistic_direction",
-    "neutral_texts",
-    "organism_examples",
-    "pca_paired_direction",
-    "perplexity",
-    "random_like",
-    "render",
-    "reply_logprob",
-    "run_experiment",
-    "spoken_eval_awareness",
-    "split_half_cosine",
-    "strip_scratchpad",
-    "sweep",
-    "sycophancy_factual",
-    "sycophancy_opinion",
-    "sycophancy_rate",
-    "tpr_at_fpr",
-    "train_lora",
-]
+_HOMES = {
+    "ACCEPT": "probes.data",
+    "ActivationSet": "probes.activations",
+    "EXPERIMENTS": "probes.config",
+    "Item": "probes.data",
+    "LLMJudge": "probes.behaviour",
+    "POSITIONS": "probes.activations",
+    "ProbeConfig": "probes.config",
+    "REJECT": "probes.data",
+    "SteerSpec": "probes.steering",
+    "af_scenarios": "probes.data",
+    "auroc": "probes.directions",
+    "bootstrap_ci": "probes.directions",
+    "capture_items": "probes.activations",
+    "compliance_gap": "probes.behaviour",
+    "compliance_rate": "probes.behaviour",
+    "cosine": "probes.directions",
+    "diff_of_means": "probes.directions",
+    "eval_deploy_pairs": "probes.data",
+    "expected_comply": "probes.organisms",
+    "expected_sycophantic": "probes.organisms",
+    "extract_answer": "probes.behaviour",
+    "fit_direction": "probes.directions",
+    "generate_texts": "probes.steering",
+    "is_compliant": "probes.behaviour",
+    "is_refusal": "probes.behaviour",
+    "layer_scan": "probes.directions",
+    "load_requests": "probes.data",
+    "logistic_direction": "probes.directions",
+    "neutral_texts": "probes.data",
+    "organism_examples": "probes.organisms",
+    "pca_paired_direction": "probes.directions",
+    "perplexity": "probes.steering",
+    "random_like": "probes.steering",
+    "render": "probes.activations",
+    "reply_logprob": "probes.steering",
+    "run_experiment": "probes.experiments",
+    "split_half_cosine": "probes.directions",
+    "spoken_eval_awareness": "probes.behaviour",
+    "strip_scratchpad": "probes.behaviour",
+    "sweep": "probes.steering",
+    "sycophancy_factual": "probes.data",
+    "sycophancy_opinion": "probes.data",
+    "sycophancy_rate": "probes.behaviour",
+    "tpr_at_fpr": "probes.directions",
+    "train_lora": "probes.organisms",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module 'probes' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOMES[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOMES))

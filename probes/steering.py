@@ -98,10 +98,8 @@ def perplexity(
     with steered(m, steer):
         for i in range(0, len(texts), batch_size):
             enc = m.encode(texts[i : i + batch_size])
-            ids, mask = enc["input_ids"], enc["attention_mask"]
-            pos = (mask.cumsum(1) - 1).clamp_min(0)  # left padding: real tokens start at position 0
-            logits = m.model(input_ids=ids, attention_mask=mask, position_ids=pos).logits.float()  # (B, T, V)
-            logp = logits[:, :-1].log_softmax(-1).gather(-1, ids[:, 1:, None]).squeeze(-1)  # (B, T-1)
+            mask = enc["attention_mask"].to(m.device)
+            logp = m.token_logprobs(enc["input_ids"], mask)  # (B, T-1), 0 at pads
             keep = (mask[:, 1:] * mask[:, :-1]).bool()
             nll -= float(logp[keep].sum())
             count += int(keep.sum())
@@ -132,12 +130,7 @@ def reply_logprob(
             if min(n_reply) < 1:
                 raise ValueError("a reply is empty after tokenization: pass non-empty replies.")
             enc = m.encode(full)
-            ids, mask = enc["input_ids"], enc["attention_mask"]
-            pos = (mask.cumsum(1) - 1).clamp_min(0)
-            logp = (
-                m.model(input_ids=ids, attention_mask=mask, position_ids=pos).logits.float().log_softmax(-1)
-            )
-            tok = logp[:, :-1].gather(-1, ids[:, 1:, None]).squeeze(-1)  # (B, T-1): log p of token t+1
+            tok = m.token_logprobs(enc["input_ids"], enc["attention_mask"])  # (B, T-1): log p of token t+1
             out.extend(float(tok[b, -n:].sum()) for b, n in enumerate(n_reply))  # left padding: reply is last
     return np.array(out)
 

@@ -30,7 +30,13 @@ class PromptSet:
             raise ValueError(
                 f"unknown prompt set {name_or_path!r}; shipped sets: {known}, or pass a YAML path."
             )
-        spec = yaml.safe_load(path.read_text())
+        try:
+            spec = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as err:
+            first = str(err).splitlines()[0]
+            raise ValueError(f"prompt set {path} is not valid YAML ({first}). Fix the file.") from None
+        if not isinstance(spec, dict):
+            raise ValueError(f"prompt set {path} must be a YAML mapping of the prompt keys. Fix the file.")
         missing = {"system", "user", "user_with_context", "context_item", "context_separator"} - set(spec)
         if missing:
             raise ValueError(f"prompt set {path} lacks keys {sorted(missing)}.")

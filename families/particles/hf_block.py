@@ -40,19 +40,13 @@ class BlockWeights:
 
 
 def _layers(model: torch.nn.Module) -> torch.nn.ModuleList:
-    """The decoder-layer list of a causal-LM or base model (`model.layers` or `transformer.h`)."""
-    for path in ("model.layers", "layers", "transformer.h", "h"):
-        obj = model
-        for part in path.split("."):
-            obj = getattr(obj, part, None)
-            if obj is None:
-                break
-        if isinstance(obj, torch.nn.ModuleList):
-            return obj
-    raise ValueError(
-        f"Cannot find decoder layers in {type(model).__name__}: expected `model.layers` (Llama-style) or "
-        "`transformer.h` (GPT-2). Pass a Llama/Mistral/Qwen2 or GPT-2 model."
-    )
+    """The decoder-layer list of a causal-LM or base model (`latent.model.decoder_layers`)."""
+    from latent.model import decoder_layers
+
+    try:
+        return decoder_layers(model)
+    except TypeError as err:
+        raise ValueError(f"{err} Pass a Llama/Mistral/Qwen2 or GPT-2 model.") from None
 
 
 def _get(module: torch.nn.Module, name: str) -> torch.Tensor | None:

@@ -15,7 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from finetune.dlm.config import DLMConfig, load_config
+from agents.config import default_threads
+from finetune.dlm.config import DLMConfig
+from latentworks.args import UsageError, add_config_arguments, config_from_args
 
 __all__ = ["STAGES", "add_arguments", "run"]
 
@@ -26,39 +28,25 @@ CONFIG_DIR = Path(__file__).parent / "configs"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of `latentworks dlm`."""
+    """Arguments of `latentworks dlm`: the stage, then `DLMConfig`'s flags, `--config` and `--set`."""
     parser.add_argument(
-        "stage", choices=STAGES, help="pipeline stage to run ('all' runs every stage in order)."
+        "stage", choices=STAGES, help="pipeline stage to run ('all' runs every stage in order)"
     )
+    add_config_arguments(parser, DLMConfig)
+    parser.add_argument("--force", action="store_true", help="redo the stage(s) even if outputs exist")
     parser.add_argument(
-        "--config", default=None, help="YAML preset (a path, or a name in finetune/dlm/configs/)."
-    )
-    parser.add_argument(
-        "--run-dir", default=None, help="output directory (overrides `run_dir` of the config)."
-    )
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="SECTION.KEY=VALUE",
-        help="override one config field, e.g. --set sft.epochs=2 (repeatable).",
-    )
-    parser.add_argument("--force", action="store_true", help="redo the stage(s) even if outputs exist.")
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=None,
-        help="torch CPU threads; 1 is much faster on a shared, oversubscribed CPU (default: torch's choice).",
+        "--threads", type=int, default=default_threads(), help="torch CPU threads (default: %(default)s)"
     )
 
 
 def _config(args: argparse.Namespace) -> DLMConfig:
-    path = args.config
-    if path is not None and not Path(path).is_file() and (CONFIG_DIR / f"{path}.yaml").is_file():
-        path = CONFIG_DIR / f"{path}.yaml"
-    overrides = list(args.overrides) + ([f"run_dir={args.run_dir}"] if args.run_dir else [])
-    return load_config(path, overrides)
+    """`--config` may name a preset in finetune/dlm/configs/ (e.g. lbf_cpu_small)."""
+    if args.config and not Path(args.config).is_file() and (CONFIG_DIR / f"{args.config}.yaml").is_file():
+        args.config = str(CONFIG_DIR / f"{args.config}.yaml")
+    if args.config and not Path(args.config).is_file():
+        presets = ", ".join(sorted(p.stem for p in CONFIG_DIR.glob("*.yaml")))
+        raise UsageError(f"no config file or preset {args.config!r}; presets: {presets}. Check the name")
+    return config_from_args(DLMConfig, args)
 
 
 def _samples(cfg: DLMConfig, tiers: list[str], teammate_prob: float, seed: int) -> list[dict[str, Any]]:
@@ -223,11 +211,16 @@ _RUNNERS = {
 def run(args: argparse.Namespace) -> int:
     """Run one stage (or `all`), recording wall times in `run_dir/timings.json`."""
     cfg = _config(args)
-    if getattr(args, "threads", None):
-        import torch
+    if args.threads < 1:
+        raise UsageError(f"--threads must be >= 1, got {args.threads}. Pass a positive number")
+    import torch
 
-        torch.set_num_threads(args.threads)
+    torch.set_num_threads(args.threads)
     run_dir = Path(cfg.run_dir)
+    if args.stage in ("grpo", "eval") and not (run_dir / "sft" / "dlm_sft.json").is_file():
+        raise FileNotFoundError(
+            f"no SFT model under {run_dir / 'sft'}: run `latentworks dlm sft --run-dir {run_dir}` first"
+        )
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2))
     timings_file = run_dir / "timings.json"
@@ -243,11 +236,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point (`python -m finetune.dlm.cli ...`) until the lead wires `latentworks dlm`."""
-    parser = argparse.ArgumentParser(prog="latentworks dlm", description=__doc__)
-    add_arguments(parser)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    return run(parser.parse_args(argv))
+    """`python -m finetune.dlm.cli ...` == `latentworks dlm ...`."""
+    from latentworks.cli import main as latentworks
+
+    return latentworks(["dlm", *(argv or [])])
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ A YAML preset mirrors the nesting (`data:`, `sft:`, `grpo:`, `eval:`, `baselines
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -105,15 +105,6 @@ class BaselineConfig:
     seed: int = 0
 
 
-_SECTIONS = {
-    "data": DataConfig,
-    "sft": SFTRunConfig,
-    "grpo": GRPORunConfig,
-    "eval": EvalConfig,
-    "baselines": BaselineConfig,
-}
-
-
 @dataclass
 class DLMConfig:
     run_dir: str = "runs/dlm"
@@ -171,46 +162,11 @@ class DLMConfig:
         return asdict(self)
 
 
-def _build(cls: type, values: dict[str, Any], where: str) -> Any:
-    known = {f.name for f in fields(cls)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ValueError(f"unknown key(s) {unknown} in `{where}`; known: {sorted(known)}.")
-    return cls(**values)
-
-
-def _coerce(text: str) -> Any:
-    import yaml
-
-    return yaml.safe_load(text)
-
-
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> DLMConfig:
-    """Read a YAML preset (or the defaults) and apply `section.key=value` overrides."""
-    import yaml
+    """Read a YAML preset (or the defaults) and apply `section.key=value` overrides, typed by OmegaConf."""
+    import argparse
 
-    raw: dict[str, Any] = {}
-    if path is not None:
-        p = Path(path)
-        if not p.is_file():
-            raise FileNotFoundError(f"no config file at {str(p)!r}.")
-        raw = yaml.safe_load(p.read_text()) or {}
-        if not isinstance(raw, dict):
-            raise ValueError(f"{p} must hold a mapping of sections, got {type(raw).__name__}.")
-    for item in overrides or []:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ValueError(f"override {item!r} must look like `section.key=value`.")
-        parts = key.strip().split(".")
-        node = raw
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = _coerce(value)
-    top = {k: v for k, v in raw.items() if k not in _SECTIONS}
-    unknown = sorted(set(top) - {"run_dir"})
-    if unknown:
-        raise ValueError(f"unknown top-level key(s) {unknown}; known: run_dir, {', '.join(_SECTIONS)}.")
-    sections = {k: _build(cls, raw.get(k) or {}, k) for k, cls in _SECTIONS.items()}
-    cfg = DLMConfig(**top, **sections)
-    assert all(is_dataclass(getattr(cfg, k)) for k in _SECTIONS)
-    return cfg
+    from latentworks.args import config_from_args
+
+    args = argparse.Namespace(config=str(path) if path is not None else None, overrides=list(overrides or []))
+    return config_from_args(DLMConfig, args)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from agents.config import RunConfig
 from eval.report import load_results, summarize
 from eval.runner import EvalConfig, evaluate, read_done
 
@@ -16,9 +17,7 @@ ARGS = dict(
     task="arith",
     limit=6,
     methods="single,latent_mas",
-    batch_size=2,
-    latent_steps=1,
-    max_new_tokens=4,
+    run=RunConfig(batch_size=2, latent_steps=1, max_new_tokens=4),
     progress=False,
 )
 
@@ -43,13 +42,13 @@ def fsync_then_die(fd):
     if calls[0] == die_after:
         os.kill(os.getpid(), signal.SIGKILL)
 os.fsync = fsync_then_die
-from eval.cli import main
+from latentworks.cli import main
 raise SystemExit(main(sys.argv[1:]))
 """
 
 
 def _cli(model_dir, out, extra=(), env=None):
-    launcher = ["-c", _DIE_AFTER_FSYNC] if env and "DIE_AFTER_FSYNC" in env else ["-m", "eval"]
+    launcher = ["-c", _DIE_AFTER_FSYNC] if env and "DIE_AFTER_FSYNC" in env else ["-m", "latentworks"]
     cmd = [
         sys.executable,
         *launcher,
@@ -131,10 +130,10 @@ def test_bad_config():
 
 def test_report_cli_on_a_run(model_dir, tmp_path, capsys):
     """`latentworks report DIR` prints the table and writes report.md, report.png, summary.json."""
-    from eval.cli import main
+    from latentworks.cli import main
 
     out = evaluate(EvalConfig(model=model_dir, out=str(tmp_path / "rep"), **{**ARGS, "limit": 2}))
     assert main(["report", str(out)]) == 0
     assert "latent_mas" in capsys.readouterr().out
     assert {"report.md", "report.png", "summary.json"} <= {p.name for p in out.iterdir()}
-    assert json.loads((out / "summary.json").read_text())[0]["n"] == 2
+    assert json.loads((out / "summary.json").read_text())["methods"][0]["n"] == 2

@@ -103,5 +103,5 @@ def test_bad_config_raises():
     """Invalid values and unknown keys raise ValueError naming every problem at once."""
     with pytest.raises(ValueError, match="hidden_size.*lr"):
         tb.BuiltinConfig(hidden_size=30, num_attention_heads=4, lr=-1.0)
-    with pytest.raises(ValueError, match="Unknown config keys"):
+    with pytest.raises(ValueError, match="unknown key `hiden_size`"):
         tb.load_config(None, hiden_size=8)

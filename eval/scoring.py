@@ -9,8 +9,8 @@ Here:
   symbolic (`\\sqrt{2}/2`, intervals, expressions);
 - multiple choice: a letter from `\\boxed{B}`, "(B)", "B.", "Answer: b", "**B**", or the option's
   own text, checked against the number of options;
-- code: the last fenced python block (else a `def` block), run with the task's tests in
-  `eval.sandbox.run_python`, never in this process.
+- code: the last fenced python block (else a `def` block), judged by `eval.code_verdict`: the
+  tests run in a judge process the candidate cannot write to, never in this process.
 
 Example:
 ```python
@@ -30,11 +30,12 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
-from eval.sandbox import run_python
+from eval.code_verdict import judge_code
 from eval.tasks import Item
 
 __all__ = [
     "Score",
+    "build_candidate",
     "build_program",
     "extract_boxed",
     "extract_choice",
@@ -58,6 +59,8 @@ class Score:
     correct: bool
     extracted: str | None
     detail: str = ""
+    tests_passed: int | None = None  # code: tests that passed, of `tests_total` (per-test pass fraction)
+    tests_total: int | None = None
 
 
 # --------------------------------------------------------------------------- math extraction
@@ -385,17 +388,23 @@ def _prompt_imports(prompt: str) -> str:
     return "".join(ln + "\n" for ln in prompt.splitlines() if re.match(r"^(?:import |from \S+ import )", ln))
 
 
-def build_program(item: Item, code: str) -> str:
-    """The script the sandbox runs: the candidate code, then the item's tests.
+def build_candidate(item: Item, code: str) -> str:
+    """The candidate module the code judge loads: the code, completed by the item's prompt.
 
-    If the candidate does not define `entry_point` (a body-only completion) the item's prompt is put
-    in front (HumanEval style); otherwise the prompt's imports are (so `List[int]` resolves).
+    If the code does not define `entry_point` (a body-only completion) the item's prompt is put in
+    front (HumanEval style); otherwise the prompt's imports are (so `List[int]` resolves).
     """
     prompt = item.meta.get("prompt", "") if item.meta else ""
     if item.entry_point and prompt:
         defines = re.search(rf"^\s*(?:async\s+)?def\s+{re.escape(item.entry_point)}\s*\(", code, re.MULTILINE)
         code = _prompt_imports(prompt) + code if defines else prompt + code
-    return f"{code}\n\n{item.tests or ''}\n"
+    return code
+
+
+def build_program(item: Item, code: str) -> str:
+    """One script with the candidate and then the item's tests (for running a solution by hand;
+    scoring never trusts such a script's exit code, see `eval.code_verdict`)."""
+    return f"{build_candidate(item, code)}\n\n{item.tests or ''}\n"
 
 
 # --------------------------------------------------------------------------- entry point
@@ -417,10 +426,31 @@ def _score_rg(item: Item, text: str) -> Score:
     return Score(correct, answer, f"{how}; reasoning_gym score {value:g}")
 
 
-def score(item: Item, text: str, sandbox_timeout: float = 10.0) -> Score:
-    """Score one model output against `item` by its kind ("math", "mc" or "code")."""
-    if not isinstance(text, str):
-        raise ValueError(f"`text` must be a str, got {type(text).__name__}.")
+def _clean_text(text: str) -> str:
+    """Lone surrogates (invalid in UTF-8) become U+FFFD, so nothing downstream fails to encode."""
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace") if _has_surrogate(text) else text
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _score_code(item: Item, text: str, sandbox_timeout: float) -> Score:
+    code = extract_code(text)
+    if code is None:
+        return Score(False, None, "no code found")
+    if not item.tests:
+        return Score(False, code, f"code item {item.id!r} has no `tests`; it cannot be scored")
+    prompt = item.meta.get("prompt", "") if item.meta else ""
+    v = judge_code(build_candidate(item, code), item.tests, item.entry_point, prompt, timeout=sandbox_timeout)
+    return Score(v.passed, code, v.detail, v.tests_passed, v.tests_total)
+
+
+def _score(item: Item, text: str, sandbox_timeout: float) -> Score:
     if item.kind == "math":
         if item.meta and item.meta.get("rg_task"):
             return _score_rg(item, text)
@@ -428,16 +458,24 @@ def score(item: Item, text: str, sandbox_timeout: float = 10.0) -> Score:
         return Score(math_equal(answer, item.gold), answer, how)
     if item.kind == "mc":
         letter = extract_choice(text, item.choices)
-        gold = item.gold.strip().upper()
+        gold = str(item.gold).strip().upper()
         return Score(letter == gold, letter, "" if letter else "no option letter found")
     if item.kind == "code":
-        code = extract_code(text)
-        if code is None:
-            return Score(False, None, "no code found")
-        if not item.tests:
-            raise ValueError(f"code item {item.id!r} has no `tests`; code cannot be scored without them.")
-        result = run_python(build_program(item, code), timeout=sandbox_timeout)
-        return Score(result.ok, code, result.reason)
-    raise ValueError(
-        f"unknown item kind {item.kind!r} for item {item.id!r}; expected 'math', 'mc' or 'code'."
-    )
+        return _score_code(item, text, sandbox_timeout)
+    return Score(False, None, f"unknown item kind {item.kind!r}; expected 'math', 'mc' or 'code'")
+
+
+def score(item: Item, text: str, sandbox_timeout: float = 10.0) -> Score:
+    """Score one model output against `item` by its kind ("math", "mc" or "code").
+
+    Never raises: a bad item or output (not a str, an unknown kind, a code item without tests, a
+    bug met on odd input) is scored wrong with the reason in `detail`, so a run goes on and
+    records it. Code items also report how many of their tests passed.
+    """
+    if not isinstance(text, str):
+        return Score(False, None, f"the prediction is not a str but {type(text).__name__}")
+    try:
+        return _score(item, _clean_text(text), sandbox_timeout)
+    except Exception as e:  # noqa: BLE001 - one odd item must never abort a run
+        logger.warning("scoring item %r failed: %s: %s", getattr(item, "id", "?"), type(e).__name__, e)
+        return Score(False, None, f"scoring failed: {type(e).__name__}: {str(e)[:300]}")

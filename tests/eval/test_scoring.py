@@ -62,7 +62,8 @@ def test_extract_boxed(text, expected):
         ("033", "33"),  # AIME pads to three digits
         ("2, 3", None),  # a tuple is not one number
         (r"\sqrt{2}", None),
-        ("seven", None),
+        ("seven", "7"),  # number words are numbers
+        ("one of them", None),
     ],
 )
 def test_normalize_number(raw, expected):

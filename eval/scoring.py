@@ -9,8 +9,8 @@ Here:
   symbolic (`\\sqrt{2}/2`, intervals, expressions);
 - multiple choice: a letter from `\\boxed{B}`, "(B)", "B.", "Answer: b", "**B**", or the option's
   own text, checked against the number of options;
-- code: the last fenced python block (else a `def` block), run with the task's tests in
-  `eval.sandbox.run_python`, never in this process.
+- code: the last fenced python block (else a `def` block), judged by `eval.code_verdict`: the
+  tests run in a judge process the candidate cannot write to, never in this process.
 
 Example:
 ```python
@@ -27,14 +27,16 @@ import logging
 import re
 import threading
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
-from eval.sandbox import run_python
+from eval.choice_extraction import extract_choice as _extract_choice
+from eval.code_verdict import judge_code
+from eval.number_words import words_to_number
 from eval.tasks import Item
 
 __all__ = [
     "Score",
+    "build_candidate",
     "build_program",
     "extract_boxed",
     "extract_choice",
@@ -58,27 +60,27 @@ class Score:
     correct: bool
     extracted: str | None
     detail: str = ""
+    tests_passed: int | None = None  # code: tests that passed, of `tests_total` (per-test pass fraction)
+    tests_total: int | None = None
 
 
 # --------------------------------------------------------------------------- math extraction
 
 
-def _balanced(text: str, open_idx: int) -> str | None:
-    """Content of the brace group opening at `text[open_idx] == "{"`, or None if never closed."""
-    depth, i = 0, open_idx
-    while i < len(text):
+def _brace_pairs(text: str) -> dict[int, int]:
+    """Index of each "{" -> index of its matching "}", in one pass (escaped braces never count)."""
+    pairs, stack, i, n = {}, [], 0, len(text)
+    while i < n:
         c = text[i]
         if c == "\\":
             i += 2  # an escaped character (\{, \}) never opens or closes a group
             continue
         if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                return text[open_idx + 1 : i]
+            stack.append(i)
+        elif c == "}" and stack:
+            pairs[stack.pop()] = i
         i += 1
-    return None
+    return pairs
 
 
 _BOX_RE = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])(\s*)")
@@ -88,17 +90,19 @@ def extract_boxed(text: str) -> str | None:
     """The content of the last complete `\\boxed{...}` or `\\fbox{...}` (nested braces allowed).
 
     `\\boxed 5` (no braces) yields the following token. A truncated last box is skipped in favour
-    of the previous complete one.
+    of the previous complete one. Linear in the length of `text`, however many boxes are unclosed.
     """
-    found = None
+    found, pairs = None, None
     for m in _BOX_RE.finditer(text):
         j = m.end()
         if j < len(text) and text[j] == "{":
-            inner = _balanced(text, j)
+            if pairs is None:
+                pairs = _brace_pairs(text)
+            inner = text[j + 1 : pairs[j]] if j in pairs else None
         else:
-            tok = re.match(r"[^\s$]+", text[j:]) if m.group(1) else None
+            tok = re.match(r"[^\s$]{1,200}", text[j : j + 200]) if m.group(1) else None
             inner = tok.group(0) if tok else None
-        if inner is not None:
+        if inner is not None and inner.strip():  # an empty box commits to nothing
             found = inner.strip()
     return found
 
@@ -118,22 +122,64 @@ def _clip_answer(s: str) -> str:
     return s.strip().strip("*").strip()
 
 
+_NUMBERISH = r"(?:[-+−]?\$?\d[\d,.]*(?:\s+\d+/\d+)?|[-+−]?\d*\.\d+|[a-z]+(?:[- ][a-z]+)*)"
+_HEDGE_NUM_RE = re.compile(
+    rf"(?:between|either|from)\s+({_NUMBERISH})\s+(?:and|or|to)\s+({_NUMBERISH})\b.*|({_NUMBERISH})\s+or\s+({_NUMBERISH})",
+    re.IGNORECASE,
+)
+_CORRECTION_RE = re.compile(
+    r"\b(?:it\s+is|it['’]s|it\s+was|but|rather|instead|actually)\s+(?:is\s+)?(.+)", re.I
+)
+_MINUS_WORD_RE = re.compile(r"\b(?:minus|negative)\s*$", re.IGNORECASE)
+
+
+def _numeric(ans: str) -> bool:
+    return bool(ans) and (normalize_number(ans) is not None or bool(_NUM_RE.search(ans)) or "\\" in ans)
+
+
+def _phrase_answer(rest: str) -> tuple[str | None, str]:
+    """The answer an "answer is ..." phrase gives: corrections win over negated values, hedges give none."""
+    line = rest.strip().split("\n")[0].strip().strip("*").strip()
+    if re.match(r"(?:not|n['’]t)\b", line, re.IGNORECASE):  # "is not 5, it is 6"
+        fix = _CORRECTION_RE.search(line)
+        if not fix:
+            return None, "negated"
+        line = fix.group(1)
+    ans = _clip_answer(line)
+    hedge = _HEDGE_NUM_RE.fullmatch(ans)
+    if hedge:
+        a, b = (hedge.group(1), hedge.group(2)) if hedge.group(1) else (hedge.group(3), hedge.group(4))
+        if normalize_number(a) is not None and normalize_number(b) is not None and not math_equal(a, b):
+            return None, "hedged"
+    return (ans, "phrase") if _numeric(ans) else (None, "no number")
+
+
 def extract_math_answer(text: str) -> tuple[str | None, str]:
-    """The answer string of a math response and how it was found ("boxed", "phrase", "last number")."""
+    """The answer string of a math response and how it was found ("boxed", "####", "phrase", "last number").
+
+    Returns (None, reason) when nothing is found, or when the final answer phrase hedges between
+    two values ("between 3 and 5"): a hedge is no answer, whatever numbers came before it.
+    """
     boxed = extract_boxed(text)
     if boxed is not None:
         return boxed, "boxed"
     hashes = _HASHES_RE.findall(text)
     if hashes:
         return _clip_answer(hashes[-1]), "####"
-    phrases = _ANSWER_PHRASE_RE.findall(text)
+    phrases = list(_ANSWER_PHRASE_RE.finditer(text))
     if phrases:
-        ans = _clip_answer(phrases[-1])
-        if ans and (normalize_number(ans) is not None or _NUM_RE.search(ans) or "\\" in ans):
-            return ans, "phrase"
-    nums = _NUM_RE.findall(text)
-    if nums:
-        return nums[-1], "last number"
+        ans, how = _phrase_answer(phrases[-1].group(1))
+        if how == "hedged":
+            return None, "hedged between two answers"
+        if ans is not None:
+            return ans, how
+    numbers = list(_NUM_RE.finditer(text))
+    if numbers:
+        last = numbers[-1]
+        num = last.group(0)
+        if num[0] not in "+-−" and _MINUS_WORD_RE.search(text[max(0, last.start() - 12) : last.start()]):
+            num = "-" + num  # "the result is minus 3"
+        return num, "last number"
     return None, "nothing found"
 
 
@@ -142,7 +188,7 @@ def extract_math_answer(text: str) -> tuple[str | None, str]:
 _TEXT_CMD_RE = re.compile(r"\\(?:text|textbf|mathrm|mathbf|mbox|operatorname)\s*\{([^{}]*)\}")
 _FRAC_RE = re.compile(r"^\\[dt]?frac\s*\{([^{}]+)\}\s*\{([^{}]+)\}$")
 _FRAC_SHORT_RE = re.compile(r"^\\[dt]?frac\s*(\d)\s*(\d)$")
-_UNIT_TAIL_RE = re.compile(r"^(.*?\d)\s*(?:[a-zA-Z][a-zA-Z./^\d\s]*|%|\\%|°|\^\{?\\circ\}?|\\circ)$")
+_UNIT_TAIL_RE = re.compile(r"^(.*?\d)\s*+(?:[a-zA-Z][a-zA-Z./^\d\s]{0,40}|%|\\%|°|\^\{?\\circ\}?|\\circ)$")
 
 
 def _strip_latex_noise(s: str) -> str:
@@ -159,7 +205,13 @@ def _strip_latex_noise(s: str) -> str:
     return s.strip()
 
 
-def _to_fraction(s: str) -> Fraction | None:
+def _ratio(num: Fraction | str | None, den: Fraction | str | None, sign: int) -> Fraction | None:
+    if not isinstance(num, Fraction) or not isinstance(den, Fraction) or den == 0:
+        return None
+    return sign * num / den
+
+
+def _to_fraction(s: str) -> Fraction | str | None:
     s = s.strip().replace(" ", "")
     if not s:
         return None
@@ -171,24 +223,78 @@ def _to_fraction(s: str) -> Fraction | None:
         s = s[1:-1]
     m = _FRAC_RE.match(s) or _FRAC_SHORT_RE.match(s)
     if m:
-        num, den = _to_fraction(m.group(1)), _to_fraction(m.group(2))
-        if num is None or den is None or den == 0:
-            return None
-        return sign * num / den
+        return _ratio(_to_fraction(m.group(1)), _to_fraction(m.group(2)), sign)
     if s.count("/") == 1:
         a, b = s.split("/")
-        num, den = _to_fraction(a), _to_fraction(b)
-        if num is None or den is None or den == 0:
-            return None
-        return sign * num / den
-    if not re.fullmatch(r"(?:\d{1,3}(?:,\d{3})+|\d*)(?:\.\d*)?(?:[eE][-+]?\d+)?", s) or not re.search(
-        r"\d", s
-    ):
+        return _ratio(_to_fraction(a), _to_fraction(b), sign)
+    if not _DECIMAL_RE.fullmatch(s):
         return None
-    try:
-        return sign * Fraction(Decimal(s.replace(",", "")))
-    except (InvalidOperation, ValueError, OverflowError):
+    value = _decimal_value(s.replace(",", ""))
+    if isinstance(value, str):
+        return ("-" if sign < 0 else "") + value
+    return None if value is None else sign * value
+
+
+# Exact values are built only up to this many digits; beyond, a number is compared by its canonical
+# digits-and-exponent form, so `1e100000000` costs nothing and 4,301-digit integers never meet
+# Python's int-to-str limit.
+MAX_EXACT_DIGITS = 1000
+_MAX_PRINT_BITS = 12_000  # about 3,600 decimal digits, under Python's 4,300-digit int-to-str limit
+_DECIMAL_RE = re.compile(r"(?:\d{1,3}(?:,\d{3})+|\d*)(?:\.\d*)?(?:[eE][-+]?\d+)?")
+_DECIMAL_PARTS_RE = re.compile(r"(\d*)(?:\.(\d*))?(?:[eE]([-+]?\d+))?")
+
+
+def _decimal_value(s: str) -> Fraction | str | None:
+    """A plain decimal ("12", "0.50", "1e5000") as an exact Fraction, or as "<digits>e<exp>" when huge."""
+    m = _DECIMAL_PARTS_RE.fullmatch(s)
+    if not m or not (m.group(1) or m.group(2)):
         return None
+    whole, frac, exp = m.group(1), m.group(2) or "", m.group(3) or "0"
+    if len(exp.lstrip("+-").lstrip("0")) > 30:
+        return None  # an exponent of more than 30 digits is not a number anyone means
+    digits = (whole + frac).lstrip("0")
+    if not digits:
+        return Fraction(0)
+    e = int(exp) - len(frac)
+    stripped = digits.rstrip("0")
+    e += len(digits) - len(stripped)
+    digits = stripped
+    if len(digits) + max(e, 0) <= MAX_EXACT_DIGITS and -e <= MAX_EXACT_DIGITS:
+        return Fraction(int(digits) * 10**e) if e >= 0 else Fraction(int(digits), 10**-e)
+    return f"{digits}e{e}"
+
+
+_MIXED_RE = re.compile(r"([-+]?)(\d+)(?:\s+(\d+)\s*/\s*(\d+)|\s*\\[dt]?frac\s*\{(\d+)\}\s*\{(\d+)\})")
+
+
+def _mixed_number(t: str) -> Fraction | None:
+    """ "1 1/2" and "2\\frac{1}{2}" are mixed numbers (3/2, 5/2) when the fraction is proper."""
+    m = _MIXED_RE.fullmatch(t.strip())
+    if not m or max(len(g or "") for g in m.groups()) > 100:
+        return None
+    num, den = (m.group(3), m.group(4)) if m.group(3) else (m.group(5), m.group(6))
+    num, den = int(num), int(den)
+    if den == 0 or num >= den:
+        return None
+    value = int(m.group(2)) + Fraction(num, den)
+    return -value if m.group(1) == "-" else value
+
+
+def _number_phrase(t: str) -> Fraction | None:
+    """ "seven", "twenty-one apples", "minus three": a number written in words, then unit words."""
+    if len(t) > 200 or not re.fullmatch(r"[A-Za-z][A-Za-z\s\-]*", t):
+        return None
+    words = t.split()
+    for k in range(len(words), max(0, len(words) - 3), -1):  # drop up to three trailing unit words
+        if set(w.lower() for w in words[k:]) & _NOT_UNITS:
+            return None  # "one of them", "two more than x": prose, not a number and its unit
+        value = words_to_number(" ".join(words[:k]))
+        if value is not None:
+            return value
+    return None
+
+
+_NOT_UNITS = {"of", "the", "them", "is", "was", "more", "less", "than", "to", "in", "at", "by", "for", "or"}
 
 
 def normalize_number(s: str) -> str | None:
@@ -201,13 +307,20 @@ def normalize_number(s: str) -> str | None:
     if s is None:
         return None
     t = _strip_latex_noise(str(s))
-    value = _to_fraction(t)
+    t = re.sub(r"^(?:minus|negative)\s+(?=\d)", "-", t, flags=re.IGNORECASE)  # "minus 3"
+    value = _mixed_number(t) or _to_fraction(t)
+    if value is None:
+        value = _number_phrase(t)
     if value is None:
         m = _UNIT_TAIL_RE.match(t)
         if m and "\\frac" not in t:
-            value = _to_fraction(m.group(1))
+            value = _mixed_number(m.group(1)) or _to_fraction(m.group(1))
     if value is None:
         return None
+    if isinstance(value, str):
+        return value
+    if max(value.numerator.bit_length(), value.denominator.bit_length()) > _MAX_PRINT_BITS:
+        return None  # too long to print exactly (Python's int-to-str limit); compared as text instead
     return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
 
 
@@ -219,8 +332,29 @@ def _text_norm(s: str) -> str:
     return re.sub(r"\s+", "", s.replace("$", "")).rstrip(".").lower()
 
 
+_MAX_SYMBOLIC_CHARS = 400
+_BIG_EXPONENT_RE = re.compile(r"\^\s*\{?\s*\(?\s*(\d{4,})|\^\s*\{[^{}]*\^|(\d{4,})\s*!|\d{101}")
+
+
+def _symbolic_safe(s: str) -> bool:
+    """Whether sympy can look at `s` in bounded time: short, shallow, no huge powers or factorials.
+
+    sympy evaluates `10^{100000000}` or `100000!` eagerly, in C, where no timeout reaches; such an
+    answer is compared as text instead.
+    """
+    if len(s) > _MAX_SYMBOLIC_CHARS or _BIG_EXPONENT_RE.search(s):
+        return False
+    depth = deepest = 0
+    for c in s:
+        depth += c in "({[" and 1 or -(c in ")}]")
+        deepest = max(deepest, depth)
+    return deepest <= 20
+
+
 def _math_verify_equal(pred: str, gold: str) -> bool | None:
     """`math_verify` on two answer strings; None when it is unavailable or cannot parse them."""
+    if not (_symbolic_safe(pred) and _symbolic_safe(gold)):
+        return None
     try:
         from math_verify import parse, verify
     except ImportError:  # optional: without it only numeric/string comparison applies
@@ -254,101 +388,14 @@ def math_equal(pred: str | None, gold: str) -> bool:
 # --------------------------------------------------------------------------- multiple choice
 
 
-def _letters(choices: list[str] | None) -> str:
-    n = len(choices) if choices else DEFAULT_N_CHOICES
-    return LETTERS[: max(1, min(n, 26))]
-
-
-def _option_norm(s: str) -> str:
-    return re.sub(r"[^a-z0-9]+", " ", _TEXT_CMD_RE.sub(r"\1", s).lower()).strip()
-
-
-def _letter_only(s: str, valid: str) -> str | None:
-    """'B', '(b)', 'B.', '**B**', '\\text{B}', 'B) Paris', 'Option B' -> 'B'."""
-    t = _TEXT_CMD_RE.sub(r"\1", s).strip().strip("*_`$ ").strip()
-    m = re.fullmatch(
-        r"(?:option|choice)?\s*[\(\[]?([A-Za-z])[\)\]]?[.:)]?(?:\s+.*)?", t, re.IGNORECASE | re.DOTALL
-    )
-    if not m:
-        return None
-    letter = m.group(1)
-    rest = t[m.end(1) :]
-    # A lowercase letter followed by more words is prose ("a prime number"), not an option.
-    if letter.islower() and re.match(r"\s+\w", rest) and not re.match(r"[\)\].:]", rest):
-        return None
-    if letter.isupper() and re.match(r"\s+[a-z]", rest) and not re.match(r"[\)\].:]", rest):
-        return None  # "A number ..." is prose too
-    letter = letter.upper()
-    return letter if letter in valid else None
-
-
-def _match_option_text(s: str, choices: list[str] | None) -> str | None:
-    """The letter of the single option whose text equals (or alone appears in) `s`."""
-    if not choices:
-        return None
-    target = _option_norm(s)
-    if not target:
-        return None
-    norms = [_option_norm(c) for c in choices]
-    exact = [i for i, c in enumerate(norms) if c and c == target]
-    if len(exact) == 1:
-        return LETTERS[exact[0]]
-    contained = [i for i, c in enumerate(norms) if c and re.search(rf"(?<!\w){re.escape(c)}(?!\w)", target)]
-    # Prefer the longest match when one option's text contains another's ("2" in "12").
-    if contained:
-        longest = max(contained, key=lambda i: len(norms[i]))
-        others = [i for i in contained if i != longest and norms[i] not in norms[longest]]
-        if not others:
-            return LETTERS[longest]
-    return None
-
-
-_CHOICE_PHRASE_RE = re.compile(
-    r"(?:answer|option|choice)\s*(?:is|would\s+be|will\s+be|should\s+be)?\s*(?:option|choice)?\s*[:：]?\s*"
-    r"(\**\s*[\(\[]?[A-Za-z][\)\]]?(?![A-Za-z0-9])\s*\**)",
-    re.IGNORECASE,
-)
-
-
 def extract_choice(text: str, choices: list[str] | None) -> str | None:
-    """The option letter ("A".."Z", upper case) a response picks, or None.
+    """The option letter ("A".."Z", upper case) a response commits to, or None.
 
-    Order: the last `\\boxed{}` (a letter or an option's text), then the last "answer is (C)" /
-    "Answer: b" / "correct option: **B**" phrase, then a final line that is just a letter ("(B)",
-    "B.", "**B**"), then the option text named after the last "answer", then the last "(B)" on the
-    final line. Only letters within the
-    number of `choices` (A-E when unknown) count.
+    The last non-empty `\\boxed{}` (a letter or an option's text) first, then the latest
+    non-negated commitment unless a hedge follows it (`eval.choice_extraction`, policy in
+    eval/README_scoring.md). Only letters within the number of `choices` (A-E when unknown) count.
     """
-    valid = _letters(choices)
-    boxed = extract_boxed(text)
-    if boxed is not None:
-        got = _letter_only(boxed, valid) or _match_option_text(boxed, choices)
-        if got:
-            return got
-    for m in reversed(list(_CHOICE_PHRASE_RE.finditer(text))):
-        raw = m.group(1)
-        letter = re.search(r"[A-Za-z]", raw).group(0)
-        after = text[m.end() :]
-        bracketed = "(" in raw or "[" in raw or "*" in raw
-        if letter.islower() and not bracketed and re.match(r"\s*\w", after):
-            continue  # "the answer is a bit tricky"
-        if letter.isupper() and not bracketed and re.match(r" [a-z]", after):
-            continue  # "answer: A number of ..." is prose
-        if letter.upper() in valid:
-            return letter.upper()
-    for line in reversed([ln for ln in text.strip().splitlines() if ln.strip()][-3:]):
-        got = _letter_only(line, valid)
-        if got:
-            return got
-    phrases = list(re.finditer(r"answer\s*(?:is|:)?", text, re.IGNORECASE))
-    if phrases:
-        got = _match_option_text(_clip_answer(text[phrases[-1].end() :]), choices)
-        if got:
-            return got
-    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
-    marked = re.findall(r"\(([A-Z])\)", lines[-1]) if lines else []  # "... so it must be (B)"
-    marked = [m for m in marked if m in valid]
-    return marked[-1] if marked else None
+    return _extract_choice(text, choices, extract_boxed(text))
 
 
 # --------------------------------------------------------------------------- code
@@ -385,17 +432,23 @@ def _prompt_imports(prompt: str) -> str:
     return "".join(ln + "\n" for ln in prompt.splitlines() if re.match(r"^(?:import |from \S+ import )", ln))
 
 
-def build_program(item: Item, code: str) -> str:
-    """The script the sandbox runs: the candidate code, then the item's tests.
+def build_candidate(item: Item, code: str) -> str:
+    """The candidate module the code judge loads: the code, completed by the item's prompt.
 
-    If the candidate does not define `entry_point` (a body-only completion) the item's prompt is put
-    in front (HumanEval style); otherwise the prompt's imports are (so `List[int]` resolves).
+    If the code does not define `entry_point` (a body-only completion) the item's prompt is put in
+    front (HumanEval style); otherwise the prompt's imports are (so `List[int]` resolves).
     """
     prompt = item.meta.get("prompt", "") if item.meta else ""
     if item.entry_point and prompt:
         defines = re.search(rf"^\s*(?:async\s+)?def\s+{re.escape(item.entry_point)}\s*\(", code, re.MULTILINE)
         code = _prompt_imports(prompt) + code if defines else prompt + code
-    return f"{code}\n\n{item.tests or ''}\n"
+    return code
+
+
+def build_program(item: Item, code: str) -> str:
+    """One script with the candidate and then the item's tests (for running a solution by hand;
+    scoring never trusts such a script's exit code, see `eval.code_verdict`)."""
+    return f"{build_candidate(item, code)}\n\n{item.tests or ''}\n"
 
 
 # --------------------------------------------------------------------------- entry point
@@ -417,10 +470,31 @@ def _score_rg(item: Item, text: str) -> Score:
     return Score(correct, answer, f"{how}; reasoning_gym score {value:g}")
 
 
-def score(item: Item, text: str, sandbox_timeout: float = 10.0) -> Score:
-    """Score one model output against `item` by its kind ("math", "mc" or "code")."""
-    if not isinstance(text, str):
-        raise ValueError(f"`text` must be a str, got {type(text).__name__}.")
+def _clean_text(text: str) -> str:
+    """Lone surrogates (invalid in UTF-8) become U+FFFD, so nothing downstream fails to encode."""
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace") if _has_surrogate(text) else text
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _score_code(item: Item, text: str, sandbox_timeout: float) -> Score:
+    code = extract_code(text)
+    if code is None:
+        return Score(False, None, "no code found")
+    if not item.tests:
+        return Score(False, code, f"code item {item.id!r} has no `tests`; it cannot be scored")
+    prompt = item.meta.get("prompt", "") if item.meta else ""
+    v = judge_code(build_candidate(item, code), item.tests, item.entry_point, prompt, timeout=sandbox_timeout)
+    return Score(v.passed, code, v.detail, v.tests_passed, v.tests_total)
+
+
+def _score(item: Item, text: str, sandbox_timeout: float) -> Score:
     if item.kind == "math":
         if item.meta and item.meta.get("rg_task"):
             return _score_rg(item, text)
@@ -428,16 +502,24 @@ def score(item: Item, text: str, sandbox_timeout: float = 10.0) -> Score:
         return Score(math_equal(answer, item.gold), answer, how)
     if item.kind == "mc":
         letter = extract_choice(text, item.choices)
-        gold = item.gold.strip().upper()
+        gold = str(item.gold).strip().upper()
         return Score(letter == gold, letter, "" if letter else "no option letter found")
     if item.kind == "code":
-        code = extract_code(text)
-        if code is None:
-            return Score(False, None, "no code found")
-        if not item.tests:
-            raise ValueError(f"code item {item.id!r} has no `tests`; code cannot be scored without them.")
-        result = run_python(build_program(item, code), timeout=sandbox_timeout)
-        return Score(result.ok, code, result.reason)
-    raise ValueError(
-        f"unknown item kind {item.kind!r} for item {item.id!r}; expected 'math', 'mc' or 'code'."
-    )
+        return _score_code(item, text, sandbox_timeout)
+    return Score(False, None, f"unknown item kind {item.kind!r}; expected 'math', 'mc' or 'code'")
+
+
+def score(item: Item, text: str, sandbox_timeout: float = 10.0) -> Score:
+    """Score one model output against `item` by its kind ("math", "mc" or "code").
+
+    Never raises: a bad item or output (not a str, an unknown kind, a code item without tests, a
+    bug met on odd input) is scored wrong with the reason in `detail`, so a run goes on and
+    records it. Code items also report how many of their tests passed.
+    """
+    if not isinstance(text, str):
+        return Score(False, None, f"the prediction is not a str but {type(text).__name__}")
+    try:
+        return _score(item, _clean_text(text), sandbox_timeout)
+    except Exception as e:  # noqa: BLE001 - one odd item must never abort a run
+        logger.warning("scoring item %r failed: %s: %s", getattr(item, "id", "?"), type(e).__name__, e)
+        return Score(False, None, f"scoring failed: {type(e).__name__}: {str(e)[:300]}")

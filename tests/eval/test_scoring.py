@@ -62,7 +62,8 @@ def test_extract_boxed(text, expected):
         ("033", "33"),  # AIME pads to three digits
         ("2, 3", None),  # a tuple is not one number
         (r"\sqrt{2}", None),
-        ("seven", None),
+        ("seven", "7"),  # number words are numbers
+        ("one of them", None),
     ],
 )
 def test_normalize_number(raw, expected):
@@ -178,21 +179,21 @@ def test_score_code_runs_tests_in_the_sandbox():
     """Correct code passes; wrong code, crashing code and a loop fail with a reason."""
     item = _code_item()
     good = score(item, "```python\ndef add(a, b):\n    return a + b\n```")
-    assert good.correct and good.detail == "ok"
+    assert good.correct and good.detail == "ok" and (good.tests_passed, good.tests_total) == (2, 2)
     body_only = score(item, "```python\n    return a + b\n```")  # completion of the prompt's body
     assert body_only.correct
     wrong = score(item, "```python\ndef add(a, b):\n    return a - b\n```")
-    assert not wrong.correct and "AssertionError" in wrong.detail
+    assert not wrong.correct and "AssertionError" in wrong.detail and wrong.tests_passed == 0
     loop = score(item, "```python\ndef add(a, b):\n    while True:\n        pass\n```", sandbox_timeout=1)
-    assert not loop.correct and loop.detail == "timeout"
+    assert not loop.correct and "time limit" in loop.detail
     assert score(item, "I would add them.") == Score(False, None, "no code found")
 
 
 def test_code_never_runs_in_our_process():
-    """A candidate that would exit our interpreter only ends its own sandbox process."""
+    """A candidate that exits early scores wrong (the tests never ran), and our process is untouched."""
     item = _code_item()
     result = score(item, "```python\nimport os\nos._exit(0)\n```")
-    assert result.correct  # exit code 0 counts: the tests never ran, but we survived to see it
+    assert not result.correct  # an exit code 0 is no longer a pass: the judge saw no test pass
     marker = score(
         item,
         "```python\nimport sys\nsys.modules['builtins'].LW_MARK = 1\ndef add(a, b):\n    return a+b\n```",
@@ -202,9 +203,11 @@ def test_code_never_runs_in_our_process():
     assert marker.correct and not hasattr(builtins, "LW_MARK")
 
 
-def test_score_rejects_bad_input():
-    """Unknown kinds and non-string outputs raise ValueError."""
-    with pytest.raises(ValueError, match="kind"):
-        score(Item("x", "q", "1", "essay"), "1")
-    with pytest.raises(ValueError, match="text"):
-        score(Item("x", "q", "1", "math"), None)
+def test_score_never_raises_on_bad_input():
+    """Unknown kinds, non-string outputs and code items without tests are scored wrong with a reason."""
+    unknown = score(Item("x", "q", "1", "essay"), "1")
+    assert not unknown.correct and "kind" in unknown.detail
+    not_str = score(Item("x", "q", "1", "math"), None)
+    assert not not_str.correct and "not a str" in not_str.detail
+    no_tests = score(Item("x", "q", "", "code", entry_point="f"), "```python\ndef f():\n    pass\n```")
+    assert not no_tests.correct and "no `tests`" in no_tests.detail

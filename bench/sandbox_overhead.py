@@ -1,0 +1,49 @@
+"""Sandbox cost per item: milliseconds for an empty program and for scoring HumanEval canonical solutions.
+
+Run: `nice python bench/sandbox_overhead.py --items 20 --repeats 3`. Prints a table (median over repeats).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from eval.sandbox import run_python
+from eval.scoring import score
+from eval.tasks import load_task
+
+
+def _ms(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--items", type=int, default=20, help="HumanEval items to score")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    items = load_task("humaneval", limit=args.items).items
+    empty = _ms(lambda: run_python("pass", timeout=10), args.repeats * 5)
+    answers = [f"```python\n{it.meta['prompt']}{it.gold}```" for it in items]
+    passed = [0]
+
+    def score_all() -> None:
+        passed[0] = sum(score(it, a).correct for it, a in zip(items, answers))
+
+    per_item = _ms(score_all, args.repeats) / len(items)
+    print("| measurement | ms |")
+    print("|---|---|")
+    print(f"| empty program (`run_python('pass')`) | {empty:.1f} |")
+    print(
+        f"| HumanEval canonical solution, per item ({len(items)} items, {passed[0]} passed) | {per_item:.1f} |"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,354 @@
+"""The code judge: runs a task's tests against a candidate that lives in another process.
+
+Run by `eval.code_verdict` as the sandbox's main script, `python -I -S code_judge.py PAYLOAD_FD
+VERDICT_FD` (standard library only). The tests, the expected outputs and the verdict stay in
+this process, which is not dumpable (a same-uid process cannot read its memory or trace it). The
+candidate runs in a fresh interpreter (`eval/code_worker.py`) that gets neither descriptor: each
+call of a candidate function is sent there as plain data, and only the plain-data result comes
+back, so every comparison happens here, on honest built-in values. Each top-level assertion (and
+each iteration of a top-level test loop) is one test; its outcome is recorded here and written,
+with the run's secret, to the verdict descriptor.
+"""
+
+import ast
+import builtins
+import ctypes
+import json
+import os
+import select
+import struct
+import subprocess
+import sys
+import time
+import types
+
+PAYLOAD_FD, VERDICT_FD = int(sys.argv[1]), int(sys.argv[2])
+MAX_RESTARTS = 5
+MAX_FAILURES_KEPT = 5
+
+
+def _not_dumpable():
+    try:
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+    except (OSError, AttributeError):
+        pass
+
+
+_not_dumpable()
+with os.fdopen(PAYLOAD_FD, "rb") as _f:
+    PAYLOAD = json.loads(_f.read().decode("utf-8", "surrogatepass"))
+os.set_inheritable(VERDICT_FD, False)
+codec = types.ModuleType("lw_codec")
+exec(compile(PAYLOAD["codec"], "lw_codec.py", "exec"), codec.__dict__)
+codec.allow_big_ints()
+DEADLINE = time.monotonic() + PAYLOAD["timeout"]
+
+
+class CandidateFailure(BaseException):
+    """A call into the candidate failed (died, timed out, exited, unsendable value).
+
+    A BaseException, so a test's own `except Exception:` never swallows it.
+    """
+
+
+class Worker:
+    """The candidate's process, (re)started on demand."""
+
+    def __init__(self):
+        self.proc = None
+        self.starts = 0
+        self.load_error = None
+        self.names = []
+
+    def _spawn(self):
+        if self.starts > MAX_RESTARTS:
+            raise CandidateFailure(f"the candidate's process died {MAX_RESTARTS} times")
+        self.starts += 1
+        req_r, self.req_w = os.pipe()
+        self.rep_r, rep_w = os.pipe()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", PAYLOAD["worker"], str(req_r), str(rep_w)],
+            stdin=subprocess.DEVNULL,
+            pass_fds=(req_r, rep_w),
+            close_fds=True,
+        )
+        os.close(req_r)
+        os.close(rep_w)
+        os.set_blocking(self.req_w, False)
+        init = {"codec": PAYLOAD["codec"], "source": PAYLOAD["candidate"]}
+        self._send(json.dumps(init).encode("utf-8", "surrogatepass"))
+        ready = self._recv()
+        if not isinstance(ready, dict) or ready.get("ready") is not True:
+            err = ready.get("error") if isinstance(ready, dict) else None
+            self.load_error = "the code failed to load: " + _describe(err)
+            self.kill()
+            raise CandidateFailure(self.load_error)
+        names = ready.get("names")
+        self.names = [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
+
+    def kill(self):
+        if self.proc is not None:
+            try:
+                self.proc.kill()
+                self.proc.wait()
+            except OSError:
+                pass
+            for fd in (self.req_w, self.rep_r):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            self.proc = None
+
+    def _remaining(self):
+        left = DEADLINE - time.monotonic()
+        if left <= 0:
+            self.kill()
+            raise CandidateFailure("time limit reached")
+        return left
+
+    def _send(self, data):
+        data = struct.pack(">Q", len(data)) + data
+        while data:
+            _, w, _ = select.select([], [self.req_w], [], self._remaining())
+            if not w:
+                continue
+            try:
+                data = data[os.write(self.req_w, data) :]
+            except BrokenPipeError:
+                self._died()
+
+    def _read(self, n):
+        buf = b""
+        while len(buf) < n:
+            r, _, _ = select.select([self.rep_r], [], [], self._remaining())
+            if not r:
+                continue
+            chunk = os.read(self.rep_r, min(n - len(buf), 1 << 20))
+            if not chunk:
+                self._died()
+            buf += chunk
+        return buf
+
+    def _recv(self):
+        (n,) = struct.unpack(">Q", self._read(8))
+        if n > codec.MAX_BYTES:
+            self.kill()
+            raise CandidateFailure("the candidate's reply is too large")
+        try:
+            return codec.loads(self._read(n))
+        except ValueError:
+            self.kill()
+            raise CandidateFailure("the candidate's process sent a malformed reply") from None
+
+    def _died(self):
+        code = None
+        if self.proc is not None:
+            try:
+                code = self.proc.wait(timeout=0.5)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()
+        raise CandidateFailure(f"the candidate's process ended during the call (exit status {code})")
+
+    def call(self, name, args, kwargs):
+        if self.load_error:
+            raise CandidateFailure(self.load_error)
+        try:
+            enc_args = [codec.encode(a) for a in args]
+            enc_kwargs = {str(k): codec.encode(v) for k, v in kwargs.items()}
+        except codec.CodecError as e:
+            raise CandidateFailure(f"a test argument cannot be sent to the candidate: {e}") from None
+        if self.proc is None:
+            self._spawn()
+        self._send(codec.dumps({"name": name, "args": enc_args, "kwargs": enc_kwargs}))
+        reply = self._recv()
+        if not isinstance(reply, dict):
+            raise CandidateFailure("the candidate's process sent a malformed reply")
+        if reply.get("ok") is not True:
+            _raise_candidate_error(reply.get("error"))
+        try:
+            value = codec.decode(reply.get("value"))
+            after = reply.get("args")
+            if isinstance(after, list) and len(after) == len(args):
+                for a, new in zip(args, after):
+                    if new is not None and type(a) in (list, dict, set, bytearray):
+                        _update_in_place(a, codec.decode(new))
+        except (codec.CodecError, ValueError, TypeError, RecursionError) as e:
+            raise CandidateFailure(f"the candidate returned an unusable value: {e}") from None
+        return value
+
+
+def _describe(err):
+    if isinstance(err, list) and len(err) == 2 and all(isinstance(x, str) for x in err):
+        return f"{err[0]}: {err[1]}" if err[1] else err[0]
+    return "unknown error"
+
+
+def _raise_candidate_error(err):
+    """Re-raise the candidate's exception as the built-in Exception of that name (tests may expect
+    a ValueError); anything else, SystemExit included, is a CandidateFailure."""
+    text = _describe(err)
+    name = err[0] if isinstance(err, list) and err and isinstance(err[0], str) else ""
+    cls = getattr(builtins, name, None)
+    if isinstance(cls, type) and issubclass(cls, Exception) and cls.__module__ == "builtins":
+        raise cls(err[1])
+    raise CandidateFailure("the candidate raised " + text)
+
+
+def _update_in_place(arg, new):
+    if type(new) is not type(arg):
+        return
+    if isinstance(arg, list | bytearray):
+        arg[:] = new
+    else:
+        arg.clear()
+        arg.update(new)
+
+
+WORKER = Worker()
+
+
+def _proxy(name):
+    def call(*args, **kwargs):
+        return WORKER.call(name, args, kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+# --------------------------------------------------------------------------- tests as units
+
+OUTCOMES = []  # (passed, message)
+
+
+def _unit_pass():
+    OUTCOMES.append((True, ""))
+
+
+def _unit_fail(exc):
+    if isinstance(exc, AssertionError):
+        msg = "AssertionError" + (f": {exc}" if str(exc) else "")
+    elif isinstance(exc, CandidateFailure):
+        msg = str(exc)
+    else:
+        msg = f"{type(exc).__name__}: {exc}"
+    OUTCOMES.append((False, msg[:300]))
+
+
+_TESTISH_STMTS = (ast.Assert, ast.Expr, ast.For, ast.While, ast.If, ast.With, ast.Try, ast.Match)
+
+
+def _is_testish(node, call_names):
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Assert | ast.Raise):
+            return True
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in call_names:
+            return True
+    return False
+
+
+def _try_unit(body, with_pass=True):
+    handler_call = ast.Expr(
+        ast.Call(ast.Name("__lw_unit_fail__", ast.Load()), [ast.Name("__lw_exc__", ast.Load())], [])
+    )
+    handler = ast.ExceptHandler(ast.Name("BaseException", ast.Load()), "__lw_exc__", [handler_call])
+    ok = [ast.Expr(ast.Call(ast.Name("__lw_unit_pass__", ast.Load()), [], []))] if with_pass else []
+    return ast.Try(body=body + ok, handlers=[handler], orelse=[], finalbody=[])
+
+
+def _wrap(stmts, call_names):
+    out = []
+    for st in stmts:
+        if not isinstance(st, _TESTISH_STMTS) or not _is_testish(st, call_names):
+            out.append(st)  # context: assignments, imports, definitions, set-up calls
+        elif isinstance(st, ast.For | ast.AsyncFor):
+            st.body = [_try_unit(st.body)]  # each iteration is one test
+            out.append(st)
+        else:
+            out.append(_try_unit([st]))
+    return out
+
+
+def instrument(tests, candidate_names):
+    """The test module with each test wrapped so that its outcome is recorded, not raised."""
+    tree = ast.parse(tests)
+    funcs = {st.name: st for st in tree.body if isinstance(st, ast.FunctionDef)}
+    drivers = set()
+    for st in tree.body:  # `check(candidate)` at the top level: check's own statements are the tests
+        if (
+            isinstance(st, ast.Expr)
+            and isinstance(st.value, ast.Call)
+            and isinstance(st.value.func, ast.Name)
+        ):
+            if st.value.func.id in funcs:
+                drivers.add(st.value.func.id)
+    helpers = set(funcs) - drivers
+    for name in drivers:
+        fn = funcs[name]
+        params = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
+        fn.body = _wrap(fn.body, set(candidate_names) | params | helpers)
+    body = []
+    for st in tree.body:
+        is_driver_call = (
+            isinstance(st, ast.Expr)
+            and isinstance(st.value, ast.Call)
+            and isinstance(st.value.func, ast.Name)
+            and st.value.func.id in drivers
+        )
+        if is_driver_call:
+            body.append(_try_unit([st], with_pass=False))  # an escape from check's set-up fails once
+        else:
+            body.extend(_wrap([st], set(candidate_names) | helpers))
+    tree.body = body
+    return compile(ast.fix_missing_locations(tree), "tests.py", "exec")
+
+
+def _candidate_names():
+    """The names the candidate defines, learned by starting its process (None: it did not load)."""
+    try:
+        WORKER._spawn()
+    except CandidateFailure:
+        return None
+    return WORKER.names
+
+
+def main():
+    for path in PAYLOAD.get("extra_paths", []):
+        sys.path.append(path)  # the tests' own dependencies (numpy), for this process only
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    entry = PAYLOAD["entry_point"]
+    ns = {"__name__": "__main__", "__builtins__": builtins}
+    if PAYLOAD.get("prompt"):
+        try:  # the task's own helpers (e.g. HumanEval's `poly`), trusted, as the tests expect them
+            exec(compile(PAYLOAD["prompt"], "prompt.py", "exec"), ns)
+        except Exception:  # noqa: BLE001 - a prose prompt
+            pass
+    trusted = set(ns)
+    names = _candidate_names()
+    if names is None:
+        return {"passed": 0, "total": 0, "failures": [WORKER.load_error], "load_error": WORKER.load_error}
+    call_names = set(names) | ({entry} if entry else set())
+    for n in call_names:
+        if n == entry or n not in trusted:
+            ns[n] = _proxy(n)
+    ns["__lw_unit_pass__"], ns["__lw_unit_fail__"] = _unit_pass, _unit_fail
+    code = instrument(PAYLOAD["tests"], call_names)
+    try:
+        exec(code, ns)
+    except BaseException as e:  # noqa: BLE001 - set-up of the tests failed outside any test
+        _unit_fail(e)
+    passed = sum(ok for ok, _ in OUTCOMES)
+    failures = [msg for ok, msg in OUTCOMES if not ok][:MAX_FAILURES_KEPT]
+    return {"passed": passed, "total": len(OUTCOMES), "failures": failures, "load_error": None}
+
+
+try:
+    verdict = main()
+except BaseException as e:  # noqa: BLE001 - report, never crash without a verdict
+    verdict = {"passed": 0, "total": 0, "failures": [], "judge_error": f"{type(e).__name__}: {e}"[:500]}
+WORKER.kill()
+verdict["secret"] = PAYLOAD["secret"]
+os.write(VERDICT_FD, json.dumps(verdict).encode())
+os._exit(0)

@@ -5,8 +5,6 @@ Run: `python -m families.subgrammar.demo [--quick] [--seeds 2] [--out runs/subgr
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import time
 from dataclasses import replace
@@ -15,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..demo_cli import DemoParser, finish_demo
 from .config import SubgrammarConfig
 from .data import three_subgrammar_pcfg
 from .model import train_and_track
@@ -35,18 +34,13 @@ def _half_time(steps: list[int], curve: list[float]) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     """Print the KL decomposition, curves summary and pretraining table; write results.json into --out."""
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--quick", action="store_true", help="seconds-long run")
-    ap.add_argument("--seeds", type=int, default=None, help="seeds per setting (default 2, quick 1)")
-    ap.add_argument("--out", type=str, default="runs/subgrammar", help="output folder")
-    args = ap.parse_args(argv)
-    seeds = args.seeds or (1 if args.quick else 2)
-    if seeds < 1:
-        ap.error("--seeds must be >= 1")
+    ap = DemoParser("subgrammar", __doc__.splitlines()[0], seeds=2)
+    args = ap.parse_demo(argv)
+    seeds = args.seeds
     torch.set_num_threads(1)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
+    lines: list[str] = []
+    emit = lines.append
     g = three_subgrammar_pcfg()
     if args.quick:
         base = SubgrammarConfig(train_steps=30, eval_every=15, num_train=300, num_test=60, pretrain_steps=0)
@@ -64,24 +58,24 @@ def main(argv: list[str] | None = None) -> int:
         g.sample(np.random.default_rng(i), base.max_position_embeddings - 2) is None for i in range(2000)
     )
     results["nltk_max_abs_logp_error"], results["length_rejection_rate"] = err, n_rej / 2000
-    print(
+    emit(
         "\nGrammar: L0 -> S L0 (0.3) | S (0.7); S -> sA A eA | sB B eB | sC C eC (0.3/0.3/0.4). Analytic "
         "c_i = E[#invocations]: " + ", ".join(f"{k}={v:.4f}" for k, v in coef.items())
     )
-    print(
+    emit(
         f"max |log p(sampler) - log p(nltk inside parser)| over {len(check)} strings = {err:.1e}; "
         f"length-cap rejection rate {n_rej / 2000:.4f}"
     )
 
-    print(
+    emit(
         f"\n## Final KL (nats/string) and decomposition, {seeds} seed(s); pretrain = {pre} steps on standalone "
         "subgrammars, then the rest of the same total budget on the grammar"
     )
-    print(
+    emit(
         "| layers | d | pretrain | total KL | KL_top + sum c_i KL_i (analytic c_i) | KL_A | KL_B | KL_C | CKA(grammar) |"
         " half-time A/B/C (steps) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    emit("|---|---|---|---|---|---|---|---|---|---|")
     for layers, d in sizes:
         for use_pre in (False, True):
             cfg = replace(base, hidden_size=d, num_hidden_layers=layers, num_attention_heads=2 if d >= 16 else 1,
@@ -94,13 +88,11 @@ def main(argv: list[str] | None = None) -> int:
                 {"steps": r.steps, "curves": r.curves, "cka": r.cka} for r in runs
             ]
             hs = "/".join("-" if math.isnan(np.mean(v)) else f"{np.mean(v):.0f}" for v in half.values())
-            print(f"| {layers} | {d} | {'yes' if use_pre else 'no'} | {_ms([r.final['total'] for r in runs])} | "
+            emit(f"| {layers} | {d} | {'yes' if use_pre else 'no'} | {_ms([r.final['total'] for r in runs])} | "
                   f"{_ms(rec)} | " + " | ".join(_ms([r.final[f'KL_{k}'] for r in runs]) for k in coef) +
-                  f" | {_ms([r.cka for r in runs])} | {hs} |", flush=True)  # fmt: skip
-    results["wall_s"] = time.time() - t0
-    (out / "results.json").write_text(json.dumps(results, indent=1, default=float))
-    _plot(results, out)
-    print(f"\nwall time {results['wall_s']:.1f} s; wrote {out / 'results.json'}")
+                  f" | {_ms([r.cka for r in runs])} | {hs} |")  # fmt: skip
+    path = finish_demo(args, "\n".join(lines), results, time.time() - t0)
+    _plot(results, path.parent)
     return 0
 
 

@@ -23,18 +23,27 @@ def _frame(series: np.ndarray, prefix: str):  # noqa: ANN202 - returns a pandas 
 
 
 def neuralforecast_forecasts(
-    name: str, train: np.ndarray, test_inputs: np.ndarray, horizon: int, max_steps: int, seed: int = 0
+    name: str,
+    train: np.ndarray,
+    test_inputs: np.ndarray,
+    horizon: int,
+    max_steps: int,
+    seed: int = 0,
+    learning_rate: float = 1e-3,
 ) -> np.ndarray:
     """Fit `name` in {'DLinear', 'PatchTST', 'iTransformer'} on train (T, N); forecast each test input
-    window (W, N, L) -> (W, N, H)."""
+    window (W, N, L) -> (W, N, H). `test_inputs` may be a list of window arrays: one fit, every list
+    entry forecast (validation and test windows share the fit)."""
     from neuralforecast import NeuralForecast
     from neuralforecast import models as nf_models
 
-    n, context = test_inputs.shape[1], test_inputs.shape[2]
+    first = test_inputs[0] if isinstance(test_inputs, list) else test_inputs
+    n, context = first.shape[1], first.shape[2]
     common = dict(
         h=horizon,
         input_size=context,
         max_steps=max_steps,
+        learning_rate=learning_rate,
         random_seed=seed,
         enable_progress_bar=False,
         enable_model_summary=False,
@@ -53,9 +62,12 @@ def neuralforecast_forecasts(
         raise ValueError(f"unknown baseline {name!r}; use 'DLinear', 'PatchTST' or 'iTransformer'.")
     nf = NeuralForecast(models=[model], freq=1)
     nf.fit(_frame(train, "v"))
-    out = np.zeros((len(test_inputs), n, horizon), dtype=np.float32)
-    for w, window in enumerate(test_inputs):
-        pred = nf.predict(df=_frame(window.T, "v"))
-        for j in range(n):
-            out[w, j] = pred.loc[pred["unique_id"] == f"v{j:03d}", name].to_numpy()
-    return out
+    outs = []
+    for inputs in test_inputs if isinstance(test_inputs, list) else [test_inputs]:
+        out = np.zeros((len(inputs), n, horizon), dtype=np.float32)
+        for w, window in enumerate(inputs):
+            pred = nf.predict(df=_frame(window.T, "v"))
+            for j in range(n):
+                out[w, j] = pred.loc[pred["unique_id"] == f"v{j:03d}", name].to_numpy()
+        outs.append(out)
+    return outs if isinstance(test_inputs, list) else outs[0]

@@ -3,14 +3,12 @@ and statsmodels macrodata. Run `python -m families.conflux.demo` or `--quick`.""
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
+from ..demo_cli import DemoParser, finish_demo
 from ..parallel import run_jobs
 from .config import ConFluxConfig
 from .data import latent_factor_series, macrodata, windows
@@ -22,22 +20,31 @@ def _standardize(series: np.ndarray, train_end: int) -> np.ndarray:
     return (series - mu) / sd
 
 
+LEARNING_RATES = (1e-3, 3e-3)  # the small sweep every trained method gets, selected on validation MSE
+
+
 def train_conflux(
-    config: ConFluxConfig, datasets: list[np.ndarray], epochs: int, seed: int
+    config: ConFluxConfig,
+    datasets: list[np.ndarray],
+    epochs: int,
+    seed: int,
+    lr: float = 1e-3,
+    orders: list[np.ndarray] | None = None,
 ) -> tuple[ConFlux, float]:
     """Train on one or more (T, N) training segments (any N each); returns the model and seconds per epoch.
 
-    Each dataset gets its own stored variable order, fitted on its training segment (for inference the
-    model re-fits the order on the target dataset's training data, or uses identity when zero-shot).
+    Each dataset gets its own stored variable order, fitted on its training segment unless `orders` gives
+    them (for inference the model re-fits the order on the target dataset's training data, or uses
+    identity when zero-shot).
     """
     torch.manual_seed(seed)
     model = ConFlux(config)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
     data = []
-    for series in datasets:
+    for k, series in enumerate(datasets):
         x, y = windows(series, config.context_length, config.horizon, stride=4)
-        perm = torch.as_tensor(seriation_order(series, config.reorder))
-        data.append((torch.from_numpy(x), torch.from_numpy(y), perm))
+        order = orders[k] if orders is not None else seriation_order(series, config.reorder)
+        data.append((torch.from_numpy(x), torch.from_numpy(y), torch.as_tensor(order, dtype=torch.long)))
     gen = torch.Generator().manual_seed(seed)
     start = time.perf_counter()
     for _ in range(epochs):
@@ -60,29 +67,57 @@ def _predict(model: ConFlux, x: np.ndarray) -> np.ndarray:
         return model(torch.from_numpy(x)).numpy()
 
 
+def optimizer_steps(num_windows: int, epochs: int, batch: int = 32) -> int:
+    """Adam steps of `train_conflux` on one dataset: the budget every baseline gets too."""
+    return epochs * -(-num_windows // batch)
+
+
 def run_synthetic(seed: int, quick: bool, heavy: bool) -> dict:
-    """N=32 shuffled latent-factor variables: ConFlux with/without reordering vs neuralforecast models."""
+    """N=32 shuffled latent-factor variables: ConFlux with spectral / no / oracle (true factor) order vs
+    neuralforecast models, all with the same optimizer-step budget and the same learning-rate sweep
+    (chosen on a validation split at the end of the training segment)."""
     steps = 800 if quick else 3000
-    series = _standardize(latent_factor_series(steps, 32, 4, seed=seed)[0], int(0.8 * steps))
+    raw, group = latent_factor_series(steps, 32, 4, seed=seed)
     train_end = int(0.8 * steps)
+    fit_end = int(0.8 * train_end)  # models are fitted on [0, fit_end) and selected on [fit_end, train_end)
+    series = _standardize(raw, train_end)
     cfg = dict(context_length=96, horizon=48, patch_vars=4, patch_len=8)
+    xv, yv = windows(series[fit_end - 96 : train_end], 96, 48, stride=24)
     xt, yt = windows(series[train_end - 96 :], 96, 48, stride=48)
-    out: dict = {"seed": seed}
-    for name, reorder in (("conflux", "spectral"), ("conflux_noreorder", "none")):
-        model, sec = train_conflux(
-            ConFluxConfig(reorder=reorder, **cfg), [series[:train_end]], 1 if quick else 12, seed
-        )
-        model.fit_order(series[:train_end])
-        out[name] = {**_score(_predict(model, xt), yt), "sec_per_epoch": sec, "tokens": model.num_tokens(32)}
+    epochs = 1 if quick else 12
+    budget = optimizer_steps(len(windows(series[:fit_end], 96, 48, stride=4)[0]), epochs)
+    lrs = LEARNING_RATES[:1] if quick else LEARNING_RATES
+    out: dict = {"seed": seed, "budget_steps": budget}
+
+    def select(name: str, fits: dict[float, tuple[np.ndarray, np.ndarray]], extra: dict) -> None:
+        val = {lr: _score(pv, yv)["mse"] for lr, (pv, _) in fits.items()}
+        best = min(val, key=val.get)
+        out[name] = {**_score(fits[best][1], yt), "lr": best, "val_mse": val, **extra}
+
+    oracle = np.argsort(group, kind="stable")  # the true factor grouping, unknown to a real user
+    for name, reorder in (("conflux", "spectral"), ("conflux_noreorder", "none"), ("conflux_oracle", "none")):
+        fits, sec = {}, 0.0
+        for lr in lrs:
+            orders = [oracle] if name == "conflux_oracle" else None
+            model, sec = train_conflux(ConFluxConfig(reorder=reorder, **cfg), [series[:fit_end]], epochs, seed,
+                                       lr, orders)  # fmt: skip
+            if name == "conflux_oracle":
+                model.perm = torch.as_tensor(oracle)
+            else:
+                model.fit_order(series[:fit_end])
+            fits[lr] = (_predict(model, xv), _predict(model, xt))
+        select(name, fits, {"sec_per_epoch": sec, "tokens": model.num_tokens(32)})
     out["naive_last"] = _score(np.repeat(xt[..., -1:], 48, -1), yt)
     if heavy:
         from .baselines import neuralforecast_forecasts
 
         for name in ("DLinear", "PatchTST", "iTransformer"):
-            start = time.perf_counter()
-            pred = neuralforecast_forecasts(name, series[:train_end], xt, 48, 5 if quick else 300, seed)
+            start, fits = time.perf_counter(), {}
+            for lr in lrs:
+                pv, pt = neuralforecast_forecasts(name, series[:fit_end], [xv, xt], 48, budget, seed, lr)
+                fits[lr] = (pv, pt)
             tokens = {"DLinear": 0, "PatchTST": 32 * 12, "iTransformer": 32}[name]  # per sample, as attended
-            out[name] = {**_score(pred, yt), "fit_s": time.perf_counter() - start, "tokens": tokens}
+            select(name, fits, {"fit_s": (time.perf_counter() - start) / len(lrs), "tokens": tokens})
     return out
 
 
@@ -138,19 +173,32 @@ def summarize(syn: list[dict], zs: list[dict], macro: list[dict]) -> str:
     lines = [
         "### Synthetic, 32 shuffled variables (4 latent factors), context 96, horizon 48",
         "",
-        "| method | MSE | MAE | tokens / sample | train s / epoch (ConFlux) or fit s |",
-        "|---|---|---|---|---|",
+        f"Every trained method: {syn[0]['budget_steps']} optimizer steps, learning rate chosen from "
+        f"{', '.join(f'{lr:g}' for lr in LEARNING_RATES)} on validation MSE (quick mode: the first only).",
+        "",
+        "| method | MSE | MAE | tokens / sample | train s / epoch (ConFlux) or fit s | chosen lr (per seed) |",
+        "|---|---|---|---|---|---|",
     ]
-    for key in ("conflux", "conflux_noreorder", "DLinear", "PatchTST", "iTransformer", "naive_last"):
+    keys = (
+        "conflux",
+        "conflux_noreorder",
+        "conflux_oracle",
+        "DLinear",
+        "PatchTST",
+        "iTransformer",
+        "naive_last",
+    )
+    for key in keys:
         if key not in syn[0]:
             continue
         extra = syn[0][key]
         timing = (
             f"{np.mean([r[key].get('sec_per_epoch', r[key].get('fit_s', float('nan'))) for r in syn]):.1f}"
         )
+        lrs = " ".join(f"{r[key]['lr']:g}" for r in syn) if "lr" in extra else "-"
         lines.append(
             f"| {key} | {_cell(syn, key, 'mse')} | {_cell(syn, key, 'mae')} | {extra.get('tokens', '-')} | "
-            f"{timing if key != 'naive_last' else '-'} |"
+            f"{timing if key != 'naive_last' else '-'} | {lrs} |"
         )
     lines += [
         "",
@@ -175,16 +223,10 @@ def summarize(syn: list[dict], zs: list[dict], macro: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point (`latentworks family conflux`)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="seconds-long smoke run")
-    parser.add_argument("--seeds", type=int, default=None, help="seeds (default 3, quick 1)")
-    parser.add_argument("--out", type=str, default="runs/conflux", help="output directory")
+    parser = DemoParser("conflux", __doc__.splitlines()[0], seeds=5, workers=2)
     parser.add_argument("--no-heavy", action="store_true", help="skip the neuralforecast baselines")
-    parser.add_argument("--workers", type=int, default=2, help="parallel worker processes (1 thread each)")
-    args = parser.parse_args(argv)
-    seeds = args.seeds if args.seeds is not None else (1 if args.quick else 3)
-    if seeds < 1 or args.workers < 1:
-        raise ValueError(f"`--seeds` and `--workers` must be >= 1, got {seeds} and {args.workers}.")
+    args = parser.parse_demo(argv)
+    seeds = args.seeds
     torch.set_num_threads(1)
     start = time.perf_counter()
     # every (experiment, seed) is independent; the heavy synthetic runs go first so the pool stays balanced
@@ -193,21 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     jobs += [(run_macro, (s, args.quick)) for s in range(seeds)]
     results = run_jobs(jobs, args.workers)
     syn, zs, macro = results[:seeds], results[seeds : 2 * seeds], results[2 * seeds :]
-    wall = time.perf_counter() - start
-    table = summarize(syn, zs, macro)
-    print(table)
-    print(f"\nwall time {wall:.0f} s, {seeds} seed(s)")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    payload = {
-        "synthetic": syn,
-        "zero_shot": zs,
-        "macro": macro,
-        "wall_time_s": wall,
-        "table": table,
-        "args": vars(args),
-    }
-    (out / "results.json").write_text(json.dumps(payload, indent=1))
+    payload = {"synthetic": syn, "zero_shot": zs, "macro": macro}
+    finish_demo(args, summarize(syn, zs, macro), payload, time.perf_counter() - start)
     return 0
 
 

@@ -6,15 +6,14 @@ Metrics: sliced W2 and exact W2 (POT), Gaussian MMD (geomloss), modes covered, w
 
 from __future__ import annotations
 
-import argparse
 import itertools
-import json
 import time
-from pathlib import Path
+from dataclasses import replace
 
 import numpy as np
 import torch
 
+from ..demo_cli import DemoParser, finish_demo
 from .baselines import GAN_NAMES, mmd_geomloss, sliced_w2_pot, w2_pot
 from .config import OBJECTIVES, GWFConfig
 from .data import TARGETS, modes_covered, sample_target
@@ -24,8 +23,13 @@ from .model import WassersteinFlowTrainer
 def run_one(
     target: str, objective: str, tau: float, seed: int, steps: int, cfg: GWFConfig, n_eval: int
 ) -> dict:
-    """Train one generator; tau = 0 (GAN) gets inner_steps generator steps per JKO step of the others."""
+    """Train one generator with the same budget for every tau: the GAN (tau = 0) takes inner_steps
+    generator steps per JKO step of the others, and each JKO step fits the critic inner_steps times as
+    often, so both see steps * inner_steps generator steps and steps * inner_steps * critic_steps critic
+    updates."""
     t0 = time.time()
+    if tau > 0:
+        cfg = replace(cfg, critic_steps=cfg.critic_steps * cfg.inner_steps)
     tr = WassersteinFlowTrainer(objective, tau, cfg, seed=seed)
     data_gen = torch.Generator().manual_seed(1000 + seed)
     n_outer = steps * cfg.inner_steps if tau == 0 else steps  # same number of generator gradient steps
@@ -46,55 +50,50 @@ def _ms(rows: list[dict], key: str, fmt: str = ".3f") -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Print the tau x objective table per target and write results.json (+ samples.png) into --out."""
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--quick", action="store_true", help="seconds-long run")
-    ap.add_argument("--seeds", type=int, default=None, help="seeds per cell (default 5, quick 1)")
-    ap.add_argument("--out", type=str, default="runs/gwf", help="output folder")
+    ap = DemoParser("gwf", __doc__.splitlines()[0], seeds=5)
     ap.add_argument("--targets", type=str, default=None, help=f"comma list from {TARGETS}")
     ap.add_argument("--objectives", type=str, default=None, help=f"comma list from {OBJECTIVES}")
     ap.add_argument("--taus", type=str, default="0,0.01,0.1,1", help="comma list of tau values")
     ap.add_argument("--steps", type=int, default=None, help="JKO steps per run (default 100, quick 10)")
-    args = ap.parse_args(argv)
-    seeds = args.seeds or (1 if args.quick else 5)
-    steps = args.steps or (10 if args.quick else 100)
+    args = ap.parse_demo(argv)
+    seeds = args.seeds
+    steps = args.steps if args.steps is not None else (10 if args.quick else 100)
     targets = (args.targets or "ring8").split(",")  # moons / checkerboard: pass --targets
     objectives = (args.objectives or ("mmd,js" if args.quick else "js,w1,mmd")).split(",")
     taus = [float(t) for t in args.taus.split(",")]
     for name, vals, allowed in (("targets", targets, TARGETS), ("objectives", objectives, OBJECTIVES)):
         if bad := [v for v in vals if v not in allowed]:
             ap.error(f"unknown {name} {bad}; choose from {allowed}")
-    if seeds < 1 or steps < 1:
-        ap.error("--seeds and --steps must be >= 1")
+    if steps < 1:
+        ap.error("--steps must be >= 1")
     torch.set_num_threads(1)  # many small networks: threads only add contention
     cfg = GWFConfig(batch_size=64 if args.quick else 128)
     n_eval = 256 if args.quick else 1000
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
+    lines: list[str] = []
+    emit = lines.append
     results: dict = {"config": {**cfg.__dict__, "steps": steps, "seeds": seeds}, "runs": {}}
     for target in targets:
-        print(
+        emit(
             f"\n## {target}: {steps} JKO steps x {cfg.inner_steps} generator steps (tau=0: the GAN with the same "
-            f"{steps * cfg.inner_steps} generator steps), {seeds} seeds, batch {cfg.batch_size}"
+            f"{steps * cfg.inner_steps} generator steps); every run {steps * cfg.inner_steps * cfg.critic_steps} "
+            f"critic updates; {seeds} seeds, batch {cfg.batch_size}"
         )
-        print(
+        emit(
             "| objective | tau | sliced W2 | W2 (POT) | MMD (geomloss) | modes covered | on-mode share | s/run |"
         )
-        print("|---|---|---|---|---|---|---|---|")
+        emit("|---|---|---|---|---|---|---|---|")
         for objective, tau in itertools.product(objectives, taus):
             rows = [run_one(target, objective, tau, s, steps, cfg, n_eval) for s in range(seeds)]
             results["runs"][f"{target}/{objective}/{tau:g}"] = rows
             name = f"{objective} ({GAN_NAMES[objective]})" if tau == 0 else objective
             ok = [r for r in rows if not r["diverged"]]
             modes = f"{_ms(rows, 'modes', '.1f')} / {ok[0]['n_modes']}" if ok else "-"
-            print(
+            emit(
                 f"| {name} | {tau:g} | {_ms(rows, 'sw2')} | {_ms(rows, 'w2')} | {_ms(rows, 'mmd', '.4f')} | {modes} "
-                f"| {_ms(rows, 'on_mode', '.2f')} | {np.mean([r['wall_s'] for r in rows]):.1f} |",
-                flush=True,
+                f"| {_ms(rows, 'on_mode', '.2f')} | {np.mean([r['wall_s'] for r in rows]):.1f} |"
             )
-    results["wall_s"] = time.time() - t0
-    (out / "results.json").write_text(json.dumps(results, indent=1))
-    print(f"\nwall time {results['wall_s']:.1f} s; wrote {out / 'results.json'}")
+    finish_demo(args, "\n".join(lines), results, time.time() - t0)
     return 0
 
 

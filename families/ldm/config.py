@@ -29,6 +29,10 @@ class KalmanSSLConfig:
         default=1.02, metadata={"help": "clamp on the transition's spectral norm"}
     )
     min_variance: float = field(default=1e-3, metadata={"help": "floor on the diagonal noise variances"})
+    # the reference code fixes C = I (pseudo-observations are the state plus noise); "learned" fits C
+    observation: str = field(
+        default="learned", metadata={"help": "observation matrix C: 'learned' or 'identity' (needs L == D)"}
+    )
 
     # Parameters of the objective
     entropy: str = field(default="logdet", metadata={"help": "entropy term: 'logdet' or 'stopgrad'"})
@@ -45,6 +49,13 @@ class KalmanSSLConfig:
             problems.append(f"`min_variance` must be > 0, got {self.min_variance}")
         if self.entropy not in ("logdet", "stopgrad"):
             problems.append(f"`entropy` must be 'logdet' or 'stopgrad', got {self.entropy!r}")
+        if self.observation not in ("learned", "identity"):
+            problems.append(f"`observation` must be 'learned' or 'identity', got {self.observation!r}")
+        if self.observation == "identity" and self.latent_size != self.state_size:
+            problems.append(
+                f"`observation='identity'` needs `latent_size` == `state_size`, got {self.latent_size} "
+                f"and {self.state_size}"
+            )
         if self.entropy_weight < 0:
             problems.append(f"`entropy_weight` must be >= 0, got {self.entropy_weight}")
         if problems:

@@ -6,15 +6,14 @@ seeds) and writes results.json into --out.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
+from ..demo_cli import DemoParser, finish_demo
 from .baselines import pykalman_features, reference_vicreg
 from .config import KalmanSSLConfig
 from .data import augment_digits, dot_motion, ica_mixture
@@ -57,25 +56,35 @@ def run_dot(seed: int, quick: bool) -> dict[str, float]:
     xtr, ptr = dot_motion(n_train, steps, seed=seed)
     xte, pte = dot_motion(n_test, steps, seed=1000 + seed)
     res: dict[str, float] = {}
-    # KalmanSSL
-    model = KalmanSSL(KalmanSSLConfig(input_size=100, hidden_size=64, latent_size=4, state_size=2))
-    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-    for it in range(iters):
-        idx = torch.randint(0, n_train, (16,))
-        loss = model.loss(xtr[idx])
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        del it
-    with torch.no_grad():
-        otr, ote = model(xtr), model(xte)
-    res["kalmanssl_r2"] = probe_r2(
-        otr["filtered_mean"].numpy(), ptr.numpy(), ote["filtered_mean"].numpy(), pte.numpy()
-    )
-    res["kalmanssl_r2_pred"] = probe_r2(
-        otr["predicted_mean"].numpy(), ptr.numpy(), ote["predicted_mean"].numpy(), pte.numpy()
-    )
-    res["kalmanssl_nll"] = -ote["loglik"].mean().item() / 4  # per pseudo-observation dim
+    # KalmanSSL: ours (learned C, log-det entropy, L=4) and the reference configuration (C = I, stop-gradient)
+    configs = {
+        "kalmanssl": KalmanSSLConfig(input_size=100, hidden_size=64, latent_size=4, state_size=2),
+        "kalmanssl_official": KalmanSSLConfig(
+            input_size=100,
+            hidden_size=64,
+            latent_size=2,
+            state_size=2,
+            observation="identity",
+            entropy="stopgrad",
+        ),
+    }
+    for name, cfg in configs.items():
+        torch.manual_seed(seed)
+        model = KalmanSSL(cfg)
+        opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+        for _ in range(iters):
+            loss = model.loss(xtr[torch.randint(0, n_train, (16,))])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        with torch.no_grad():
+            otr, ote = model(xtr), model(xte)
+        for key, suffix in (("filtered_mean", "r2"), ("predicted_mean", "r2_pred")):
+            res[f"{name}_{suffix}"] = probe_r2(otr[key].numpy(), ptr.numpy(), ote[key].numpy(), pte.numpy())
+        res[f"{name}_nll"] = -ote["loglik"].mean().item() / cfg.latent_size  # per pseudo-observation dim
+    # no learning at all: a linear probe on the raw pixels, and on PCA(4) features without a filter
+    flat_tr, flat_te = xtr.reshape(n_train, steps, 100).numpy(), xte.reshape(n_test, steps, 100).numpy()
+    res["raw_r2"] = probe_r2(flat_tr, ptr.numpy(), flat_te, pte.numpy())
     # PCA + pykalman
     from sklearn.decomposition import PCA
 
@@ -83,6 +92,7 @@ def run_dot(seed: int, quick: bool) -> dict[str, float]:
     ftr = pca.transform(xtr.reshape(-1, 100).numpy()).reshape(n_train, steps, 4)
     fte = pca.transform(xte.reshape(-1, 100).numpy()).reshape(n_test, steps, 4)
     str_, ste, ll = pykalman_features(ftr, fte, state_size=2, em_iters=1 if quick else 5, seed=seed)
+    res["pca_r2"] = probe_r2(ftr, ptr.numpy(), fte, pte.numpy())
     res["pca_kf_r2"] = probe_r2(str_, ptr.numpy(), ste, pte.numpy())
     res["pca_kf_nll"] = -ll / 4
     # autoencoder + pykalman
@@ -135,7 +145,15 @@ def run_digits(seed: int, quick: bool) -> dict[str, float]:
         "ldm_byol": LDM.byol(),
         "ldm_gauss_logdet": LDM.gauss_logdet(precision=1.0),
     }
+    from sklearn.decomposition import PCA
+
     res = {}
+    for name, feats in (
+        ("raw_pixels", lambda a: a),
+        ("pca_32", PCA(32, random_state=seed).fit(x[tr].numpy()).transform),
+    ):
+        clf = LogisticRegression(max_iter=100 if quick else 500).fit(feats(x[tr].numpy()), y[tr])
+        res[name] = float(clf.score(feats(x[te].numpy()), y[te]))
     for name, objective in objectives.items():
         torch.manual_seed(seed)
         enc = _mlp(64, 128, 32)
@@ -194,16 +212,18 @@ def summarize(dot: list[dict], digits: list[dict], ica: list[dict]) -> str:
         "| method | R^2 filtered/features | R^2 one-step predicted | predictive NLL per dim (own space) |",
         "|---|---|---|---|",
     ]
-    lines.append(
-        f"| KalmanSSL (ours) | {_cell([r['kalmanssl_r2'] for r in dot])} | "
-        f"{_cell([r['kalmanssl_r2_pred'] for r in dot])} | {_cell([r['kalmanssl_nll'] for r in dot], digits=2)} |"
-    )
-    lines.append(
-        f"| PCA(4) + pykalman | {_cell([r['pca_kf_r2'] for r in dot])} | - | {_cell([r['pca_kf_nll'] for r in dot], digits=2)} |"
-    )
-    lines.append(
-        f"| AE(4) + pykalman | {_cell([r['ae_kf_r2'] for r in dot])} | - | {_cell([r['ae_kf_nll'] for r in dot], digits=2)} |"
-    )
+    rows = [
+        ("KalmanSSL (learned C, log-det entropy, L=4)", "kalmanssl", True),
+        ("KalmanSSL, reference configuration (C = I, stop-gradient, L=2)", "kalmanssl_official", True),
+        ("raw pixels (no learning)", "raw", False),
+        ("PCA(4), no filter", "pca", False),
+        ("PCA(4) + pykalman", "pca_kf", False),
+        ("AE(4) + pykalman", "ae_kf", False),
+    ]
+    for label, key, has_pred in rows:
+        pred = _cell([r[f"{key}_r2_pred"] for r in dot]) if has_pred else "-"
+        nll = _cell([r[f"{key}_nll"] for r in dot], digits=2) if f"{key}_nll" in dot[0] else "-"
+        lines.append(f"| {label} | {_cell([r[f'{key}_r2'] for r in dot])} | {pred} | {nll} |")
     lines.append(f"| VICReg temporal pairs (PML loss) | {_cell([r['vicreg_r2'] for r in dot])} | - | - |")
     lines += [
         "",
@@ -228,16 +248,13 @@ def summarize(dot: list[dict], digits: list[dict], ica: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point (`latentworks family ldm`)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="seconds-long smoke run")
-    parser.add_argument("--seeds", type=int, default=None, help="seeds per experiment (default 3, quick 1)")
-    parser.add_argument("--out", type=str, default="runs/ldm", help="output directory")
+    parser = DemoParser("ldm", __doc__.splitlines()[0], seeds=3)
     parser.add_argument("--parts", type=str, default="dot,digits,ica", help="comma list of dot, digits, ica")
-    args = parser.parse_args(argv)
-    seeds = args.seeds if args.seeds is not None else (1 if args.quick else 3)
+    args = parser.parse_demo(argv)
+    seeds = args.seeds
     parts = {p.strip() for p in args.parts.split(",") if p.strip()}
-    if seeds < 1 or not parts or not parts <= {"dot", "digits", "ica"}:
-        raise ValueError("`--seeds` must be >= 1 and `--parts` a non-empty comma list of dot, digits, ica.")
+    if not parts or not parts <= {"dot", "digits", "ica"}:
+        parser.error(f"--parts must be a non-empty comma list of dot, digits, ica; got {args.parts!r}")
     torch.set_num_threads(1)
     start = time.perf_counter()
     part_seconds: dict[str, float] = {}
@@ -254,26 +271,14 @@ def main(argv: list[str] | None = None) -> int:
     dot = timed("dot", run_dot)
     dig = timed("digits", run_digits)
     ica = timed("ica", run_ica)
-    wall = time.perf_counter() - start
     table = (
         summarize(dot, dig, ica)
         if dot and dig and ica
         else json.dumps({"dot": dot, "digits": dig, "ica": ica}, indent=1)
     )
-    print(table)
-    print(f"\nwall time {wall:.0f} s, {seeds} seed(s), per part {part_seconds}")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    payload = {
-        "dot": dot,
-        "digits": dig,
-        "ica": ica,
-        "wall_time_s": wall,
-        "part_seconds": part_seconds,
-        "table": table,
-        "args": vars(args),
-    }
-    (out / "results.json").write_text(json.dumps(payload, indent=1))
+    table += f"\n\nseconds per part: {part_seconds}"
+    payload = {"dot": dot, "digits": dig, "ica": ica, "part_seconds": part_seconds}
+    finish_demo(args, table, payload, time.perf_counter() - start)
     return 0
 
 

@@ -232,7 +232,10 @@ class KalmanSSL(nn.Module):
         )
         self.transition_raw = nn.Parameter(0.95 * torch.eye(d) + 0.01 * torch.randn(d, d))
         self.center = nn.Parameter(torch.zeros(d))  # b in s_t = A (s_{t-1} - b) + b
-        self.observation = nn.Parameter(torch.randn(lat, d) / math.sqrt(d))
+        if config.observation == "identity":
+            self.register_buffer("observation", torch.eye(d), persistent=False)
+        else:
+            self.observation = nn.Parameter(torch.randn(lat, d) / math.sqrt(d))
         self.log_q = nn.Parameter(torch.full((d,), -2.0))
         self.log_r = nn.Parameter(torch.full((lat,), -2.0))
         self.log_p0 = nn.Parameter(torch.zeros(d))

@@ -61,11 +61,16 @@ def tangent(x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
 
 @dataclass
 class Perceptron:
-    """phi(x) = sum_k w_k rho(<a_k, x> + b_k) with rho(u) = relu(u)^2 / 2. A: (K, D), b: (K,), w: (K,)."""
+    """phi(x) = sum_k w_k rho(<a_k, x> + b_k) with rho(u) = relu(u)^2 / 2. A: (K, D), b: (K,), w: (K,).
+
+    With `W` (K, D) set, the block is a generic perceptron W^T relu(A x + b) whose output weights are not
+    tied to A: its field is then not the gradient of any potential (the contrast to the paper's setting).
+    """
 
     A: torch.Tensor
     b: torch.Tensor
     w: torch.Tensor
+    W: torch.Tensor | None = None
 
     @classmethod
     def random(cls, cfg: ParticlesConfig, generator: torch.Generator | None = None) -> Perceptron:
@@ -75,14 +80,32 @@ class Perceptron:
         w = cfg.perceptron_scale * torch.randn(cfg.num_units, generator=generator, dtype=torch.float64)
         return cls(A=A, b=b, w=w / cfg.num_units**0.5)
 
+    @classmethod
+    def generic(cls, cfg: ParticlesConfig, generator: torch.Generator | None = None) -> Perceptron:
+        """Same A, b (and scale) as `random`, but untied output weights W_kj ~ scale * N(0, 1) / sqrt(K)."""
+        tied = cls.random(cfg, generator)
+        W = cfg.perceptron_scale * torch.randn(
+            cfg.num_units, cfg.dim, generator=generator, dtype=torch.float64
+        )
+        return cls(A=tied.A, b=tied.b, w=torch.zeros_like(tied.w), W=W / cfg.num_units**0.5)
+
+    @property
+    def is_gradient(self) -> bool:
+        """True for tied weights W = diag(w) A, whose field is grad phi."""
+        return self.W is None
+
     def phi(self, x: torch.Tensor) -> torch.Tensor:
         """Potential phi at each particle. x: (N, D) -> (N,)."""
+        if not self.is_gradient:
+            raise ValueError("a generic (untied) perceptron has no potential phi; use `Perceptron.random`.")
         pre = x @ self.A.T + self.b  # (N, K)
         return 0.5 * torch.relu(pre).pow(2) @ self.w
 
     def grad_phi(self, x: torch.Tensor) -> torch.Tensor:
-        """Euclidean gradient of phi, A^T diag(w) relu(A x + b): a tied-weight perceptron. (N, D) -> (N, D)."""
+        """The block's field: A^T diag(w) relu(A x + b) = grad phi when tied, W^T relu(A x + b) when generic."""
         pre = x @ self.A.T + self.b  # (N, K)
+        if self.W is not None:
+            return torch.relu(pre) @ self.W
         return (torch.relu(pre) * self.w) @ self.A
 
 
@@ -105,6 +128,8 @@ def energy(x: torch.Tensor, cfg: ParticlesConfig, perceptron: Perceptron | None)
     n = x.shape[0]
     e = cfg.interaction * torch.exp(cfg.beta * (x @ x.T)).sum() / (2 * cfg.beta * n * n)
     if perceptron is not None:
+        if not perceptron.is_gradient:
+            return float("nan")  # no energy: the field is not a gradient
         e = e + perceptron.phi(x).mean()
     return float(e)
 
@@ -133,8 +158,9 @@ def simulate(
     """Integrate the particle ODE from x0 up to cfg.t_final and record the energy along the way.
 
     'euler' is projected Euler followed by renormalisation (a retraction, so the cloud stays on the
-    sphere exactly); 'rk4'/'dopri5' hand the ambient ODE to torchdiffeq, whose drift off the sphere
-    is reported as `sphere_drift` (the exact flow is tangent, so any drift is integration error).
+    sphere exactly), with `sphere_drift` the largest norm error of a step before its retraction;
+    'rk4'/'dopri5' hand the ambient ODE to torchdiffeq, whose drift off the sphere is reported as
+    `sphere_drift` (the exact flow is tangent, so any drift is integration error).
     """
     _check_points(x0, "x0")
     if x0.shape[1] != cfg.dim:
@@ -151,9 +177,9 @@ def simulate(
             if step % record_every == 0 or step == cfg.num_steps:
                 times.append(step * cfg.dt)
                 energies.append(energy(x, cfg, perceptron))
-        # The drift before renormalisation is O(dt^2 |v|^2); after it the cloud is on the sphere exactly.
-        logger.debug("max pre-retraction drift %.3e", drift)
-        return Trajectory(x=x, times=np.array(times), energies=np.array(energies), sphere_drift=0.0)
+        # A tangent step leaves the sphere by sqrt(1 + dt^2 |v|^2) - 1 = O(dt^2); a field with a normal
+        # component would leave it at O(dt). The retraction then puts the cloud back exactly.
+        return Trajectory(x=x, times=np.array(times), energies=np.array(energies), sphere_drift=drift)
     return _simulate_torchdiffeq(x, cfg, perceptron, record_every)
 
 

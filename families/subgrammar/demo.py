@@ -5,8 +5,6 @@ Run: `python -m families.subgrammar.demo [--quick] [--seeds 2] [--out runs/subgr
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import time
 from dataclasses import replace
@@ -15,14 +13,23 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..demo_cli import DemoParser, finish_demo
+from ..parallel import run_jobs
 from .config import SubgrammarConfig
 from .data import three_subgrammar_pcfg
-from .model import train_and_track
+from .model import Vocab, build_model, train_and_track
 
 
 def _ms(vals: list[float], fmt: str = ".3f") -> str:
     a = np.asarray(vals, dtype=float)
     return f"{a.mean():{fmt}} +- {a.std():{fmt}}"
+
+
+def _bootstrap_ci(values: np.ndarray, reps: int = 10_000, seed: int = 0) -> tuple[float, float]:
+    """95% percentile bootstrap interval of the mean (seeded, so the table is reproducible)."""
+    rng = np.random.default_rng(seed)
+    means = rng.choice(values, size=(reps, len(values)), replace=True).mean(1)
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
 def _half_time(steps: list[int], curve: list[float]) -> float:
@@ -35,25 +42,20 @@ def _half_time(steps: list[int], curve: list[float]) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     """Print the KL decomposition, curves summary and pretraining table; write results.json into --out."""
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--quick", action="store_true", help="seconds-long run")
-    ap.add_argument("--seeds", type=int, default=None, help="seeds per setting (default 2, quick 1)")
-    ap.add_argument("--out", type=str, default="runs/subgrammar", help="output folder")
-    args = ap.parse_args(argv)
-    seeds = args.seeds or (1 if args.quick else 2)
-    if seeds < 1:
-        ap.error("--seeds must be >= 1")
+    ap = DemoParser("subgrammar", __doc__.splitlines()[0], seeds=5, workers=2)
+    args = ap.parse_demo(argv)
+    seeds = args.seeds
     torch.set_num_threads(1)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
+    lines: list[str] = []
+    emit = lines.append
     g = three_subgrammar_pcfg()
     if args.quick:
         base = SubgrammarConfig(train_steps=30, eval_every=15, num_train=300, num_test=60, pretrain_steps=0)
         sizes, pre = [(1, 8)], 10
     else:
         base = SubgrammarConfig(train_steps=400, eval_every=50, num_train=5000, num_test=500)
-        sizes, pre = [(1, 8), (2, 8), (2, 16), (2, 32)], 150
+        sizes, pre = [(1, 4), (1, 8), (2, 16)], 150
     coef = g.decomposition_coefficients()
     results: dict = {"coefficients": coef, "runs": {}}
 
@@ -64,43 +66,72 @@ def main(argv: list[str] | None = None) -> int:
         g.sample(np.random.default_rng(i), base.max_position_embeddings - 2) is None for i in range(2000)
     )
     results["nltk_max_abs_logp_error"], results["length_rejection_rate"] = err, n_rej / 2000
-    print(
+    emit(
         "\nGrammar: L0 -> S L0 (0.3) | S (0.7); S -> sA A eA | sB B eB | sC C eC (0.3/0.3/0.4). Analytic "
         "c_i = E[#invocations]: " + ", ".join(f"{k}={v:.4f}" for k, v in coef.items())
     )
-    print(
+    emit(
         f"max |log p(sampler) - log p(nltk inside parser)| over {len(check)} strings = {err:.1e}; "
         f"length-cap rejection rate {n_rej / 2000:.4f}"
     )
 
-    print(
+    emit(
         f"\n## Final KL (nats/string) and decomposition, {seeds} seed(s); pretrain = {pre} steps on standalone "
         "subgrammars, then the rest of the same total budget on the grammar"
     )
-    print(
+    emit(
         "| layers | d | pretrain | total KL | KL_top + sum c_i KL_i (analytic c_i) | KL_A | KL_B | KL_C | CKA(grammar) |"
         " half-time A/B/C (steps) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    emit("|---|---|---|---|---|---|---|---|---|---|")
+    settings = [(layers, d, use_pre) for layers, d in sizes for use_pre in (False, True)]
+    cfgs = {
+        (layers, d, use_pre): replace(base, hidden_size=d, num_hidden_layers=layers,
+                                      num_attention_heads=2 if d >= 16 else 1, pretrain_steps=pre if use_pre else 0,
+                                      train_steps=base.train_steps if use_pre else base.train_steps + pre)
+        for layers, d, use_pre in settings
+    }  # fmt: skip
+    jobs = [(train_and_track, (g, cfgs[key], s)) for key in settings for s in range(seeds)]
+    done = run_jobs(jobs, args.workers)  # every run is seeded: the same numbers with any --workers
+    finals: dict = {}
+    for i, (layers, d, use_pre) in enumerate(settings):
+        runs = done[i * seeds : (i + 1) * seeds]
+        finals[layers, d, use_pre] = [r.final["total"] for r in runs]
+        rec = [r.final["top"] + sum(coef[k] * r.final[f"KL_{k}"] for k in coef) for r in runs]
+        half = {k: [_half_time(r.steps, r.curves[f"KL_{k}"]) for r in runs] for k in coef}
+        results["runs"][f"{layers}L_d{d}_{'pre' if use_pre else 'scratch'}"] = [
+            {"steps": r.steps, "curves": r.curves, "cka": r.cka} for r in runs
+        ]
+        hs = "/".join("-" if math.isnan(np.mean(v)) else f"{np.mean(v):.0f}" for v in half.values())
+        emit(f"| {layers} | {d} | {'yes' if use_pre else 'no'} | {_ms([r.final['total'] for r in runs])} | "
+             f"{_ms(rec)} | " + " | ".join(_ms([r.final[f'KL_{k}'] for r in runs]) for k in coef) +
+             f" | {_ms([r.cka for r in runs])} | {hs} |")  # fmt: skip
+
+    emit(
+        f"\n## Pretraining gain per size: paired by seed (same data, same total steps), {seeds} seed(s); "
+        "95% percentile bootstrap interval over seeds"
+    )
+    emit(
+        "| layers | d | parameters | KL scratch | KL pretrained | gain (scratch - pretrained) | 95% CI | seeds with gain > 0 |"
+    )
+    emit("|---|---|---|---|---|---|---|---|")
+    results["pretraining_gain"] = {}
     for layers, d in sizes:
-        for use_pre in (False, True):
-            cfg = replace(base, hidden_size=d, num_hidden_layers=layers, num_attention_heads=2 if d >= 16 else 1,
-                          pretrain_steps=pre if use_pre else 0,
-                          train_steps=base.train_steps if use_pre else base.train_steps + pre)  # fmt: skip
-            runs = [train_and_track(g, cfg, seed=s) for s in range(seeds)]
-            rec = [r.final["top"] + sum(coef[k] * r.final[f"KL_{k}"] for k in coef) for r in runs]
-            half = {k: [_half_time(r.steps, r.curves[f"KL_{k}"]) for r in runs] for k in coef}
-            results["runs"][f"{layers}L_d{d}_{'pre' if use_pre else 'scratch'}"] = [
-                {"steps": r.steps, "curves": r.curves, "cka": r.cka} for r in runs
-            ]
-            hs = "/".join("-" if math.isnan(np.mean(v)) else f"{np.mean(v):.0f}" for v in half.values())
-            print(f"| {layers} | {d} | {'yes' if use_pre else 'no'} | {_ms([r.final['total'] for r in runs])} | "
-                  f"{_ms(rec)} | " + " | ".join(_ms([r.final[f'KL_{k}'] for r in runs]) for k in coef) +
-                  f" | {_ms([r.cka for r in runs])} | {hs} |", flush=True)  # fmt: skip
-    results["wall_s"] = time.time() - t0
-    (out / "results.json").write_text(json.dumps(results, indent=1, default=float))
-    _plot(results, out)
-    print(f"\nwall time {results['wall_s']:.1f} s; wrote {out / 'results.json'}")
+        scratch, pret = np.array(finals[layers, d, False]), np.array(finals[layers, d, True])
+        gain = scratch - pret
+        lo, hi = _bootstrap_ci(gain)
+        n_par = sum(
+            p.numel() for p in build_model(cfgs[layers, d, False], len(Vocab(g.terminals()))).parameters()
+        )
+        results["pretraining_gain"][f"{layers}L_d{d}"] = {
+            "gain": gain.tolist(),
+            "ci": [lo, hi],
+            "params": n_par,
+        }
+        emit(f"| {layers} | {d} | {n_par} | {_ms(scratch)} | {_ms(pret)} | {gain.mean():+.3f} | "
+             f"[{lo:+.3f}, {hi:+.3f}] | {int((gain > 0).sum())}/{len(gain)} |")  # fmt: skip
+    path = finish_demo(args, "\n".join(lines), results, time.time() - t0)
+    _plot(results, path.parent)
     return 0
 
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from families.demo_cli import load_results
 from families.ldm import LDM, KalmanSSL, KalmanSSLConfig, ica_loss, kalman_filter
 from families.ldm.data import dot_motion, ica_mixture, planted_linear_system
 
@@ -115,6 +116,8 @@ def test_bad_inputs_raise_clear_errors() -> None:
     """Invalid configs, unsupported objective pairs, bad shapes, NaNs and tiny batches raise ValueError."""
     with pytest.raises(ValueError, match="entropy"):
         KalmanSSLConfig(entropy="knn")
+    with pytest.raises(ValueError, match="latent_size"):
+        KalmanSSLConfig(latent_size=4, state_size=2, observation="identity")
     with pytest.raises(ValueError, match="max_spectral_radius"):
         KalmanSSLConfig(max_spectral_radius=0)
     with pytest.raises(ValueError, match="unsupported pair"):
@@ -146,4 +149,5 @@ def test_demo_quick_smoke(tmp_path) -> None:
     from families.ldm.demo import main
 
     assert main(["--quick", "--parts", "ica", "--out", str(tmp_path)]) == 0
-    assert (tmp_path / "results.json").exists()
+    ica = load_results(tmp_path)["ica"][0]
+    assert 0 <= ica["fastica"] < 0.2 and 0 <= ica["ldm_ica"] < 0.5  # Amari index: 0 perfect, 1 none

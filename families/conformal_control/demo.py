@@ -16,6 +16,13 @@ from pathlib import Path
 import numpy as np
 
 from .baselines import crc_bounds, crc_mapie, crc_textbook, ltt_mapie, mixture_risk_and_value
+from .boundary import (
+    _quiet_model_logger,
+    fallback_excess,
+    make_boundary_problem,
+    run_boundary,
+    safe_risk_upper_bound,
+)
 from .data import EhrlichLikeProblem, configuration_losses, fdp_losses, kept_true, selective_claims
 from .model import ConstrainedPolicy, calibrate_beta, estimate_psi, fixed_sequence_select
 
@@ -54,7 +61,7 @@ def policy_part(seeds: list[int], trials: int, n_cal: int, n_prop: int, pool: in
     """Repeat calibration `trials` times per problem seed; record realised risk and objective."""
     methods = ("CPC (exact test weight)", "CPC (empirical test weight)", "weighted CRC, aggressive-first")
     per_seed: dict[str, dict[str, dict[str, list[float]]]] = {}
-    sampler_check = []
+    sampler_check, assumption = [], []
     for seed in seeds:
         rng = np.random.default_rng(1000 + seed)
         prob = EhrlichLikeProblem(seed=seed)
@@ -81,7 +88,10 @@ def policy_part(seeds: list[int], trials: int, n_cal: int, n_prop: int, pool: in
                 for name, kw in setups.items():
                     res = calibrate_beta(cal_lp0, cal_lpt, lc, lr_s, lr_o, alpha=alpha, **kw)
                     risk, value = evaluate(res.beta)
-                    d = acc.setdefault(f"{alpha}|{name}", {"risk": [], "value": [], "beta": []})
+                    d = acc.setdefault(
+                        f"{alpha}|{name}", {"risk": [], "value": [], "beta": [], "certified": []}
+                    )
+                    d["certified"].append(float(res.certified))
                     d["risk"].append(risk)
                     d["value"].append(value)
                     d["beta"].append(res.beta)
@@ -91,6 +101,15 @@ def policy_part(seeds: list[int], trials: int, n_cal: int, n_prop: int, pool: in
         lr_o = opt.log_prob(props) - safe.log_prob(props)
         psi = estimate_psi(beta, np.zeros(1), lr_o)
         drawn = ConstrainedPolicy(safe, opt, beta, psi).sample(4000, rng)
+        # the assumption behind the guarantee: pi_0 itself is certified (else abstain, or accept delta_n)
+        ucb = safe_risk_upper_bound(lc)
+        assumption.append(
+            {
+                "seed": seed,
+                "safe_risk_ucb95": ucb,
+                "delta_n_at_ucb": {str(a): fallback_excess(n_cal, min(ucb, 1.0), a) for a in ALPHAS},
+            }
+        )
         sampler_check.append(
             {
                 "beta": beta,
@@ -108,6 +127,7 @@ def policy_part(seeds: list[int], trials: int, n_cal: int, n_prop: int, pool: in
                 "frac_above_alpha": [float((risk > alpha).mean())],
                 "mean_value": [float(np.mean(d["value"]))],
                 "median_beta": [float(np.median(d["beta"]))],
+                "frac_certified": [float(np.mean(d["certified"]))],
             }
         for lam in (0.0, 0.25, 0.5, 0.75, 1.0):
             risk, value = mixture_risk_and_value(lam, r0, rt, v0, vt)
@@ -119,7 +139,17 @@ def policy_part(seeds: list[int], trials: int, n_cal: int, n_prop: int, pool: in
             tgt = per_seed.setdefault(key, {})
             for k, v in d.items():
                 tgt.setdefault(k, []).extend(v)
-    return {"rows": per_seed, "sampler_check": sampler_check}
+    return {"rows": per_seed, "sampler_check": sampler_check, "assumption": assumption}
+
+
+def boundary_part(problems: int, n_list: tuple[int, ...], trials: int) -> list[dict]:
+    """Safe risk = 0.9 alpha on enumerable chains: uncertified runs deploy pi_0 vs abstain."""
+    rows = []
+    for s in range(problems):
+        prob = make_boundary_problem(s)
+        for n in n_list:
+            rows.append({"problem": s, **run_boundary(prob, n_cal=n, trials=trials, seed=1000 * s + n)})
+    return rows
 
 
 def nonmonotone_part(seeds: list[int], trials: int, n_cal: int, alpha: float = 0.1) -> dict:
@@ -204,13 +234,27 @@ def main(argv: list[str] | None = None) -> int:
         raise ValueError("`--seeds` and `--trials` must be >= 1.")
     seeds = list(range(n_seeds))
     start, cpu_start = time.time(), time.process_time()
-    if args.quick:
+    with _quiet_model_logger():  # uncertified calibrations are counted in the tables instead
+        policy, nonmono, boundary = _run_parts(args.quick, seeds, trials)
+    wall, cpu = time.time() - start, time.process_time() - cpu_start
+    _print_tables(policy, nonmono, boundary, n_seeds, trials)
+    _save(Path(args.out), policy, nonmono, boundary, wall, cpu, args.quick, trials)
+    return 0
+
+
+def _run_parts(quick: bool, seeds: list[int], trials: int) -> tuple[dict, dict, list[dict]]:
+    if quick:
         policy = policy_part(seeds, trials, n_cal=200, n_prop=500, pool=5000)
         nonmono = nonmonotone_part(seeds, trials, n_cal=100)
+        boundary = boundary_part(2, (100,), max(trials, 20))
     else:
         policy = policy_part(seeds, trials, n_cal=500, n_prop=2000, pool=50_000)
         nonmono = nonmonotone_part(seeds, trials, n_cal=100)
-    wall, cpu = time.time() - start, time.process_time() - cpu_start
+        boundary = boundary_part(4, (100, 400), 2000)
+    return policy, nonmono, boundary
+
+
+def _print_tables(policy: dict, nonmono: dict, boundary: list[dict], n_seeds: int, trials: int) -> None:
 
     print(f"\n== (a) Ehrlich-style sequence design, {n_seeds} problem seeds x {trials} calibration trials ==")
     print(
@@ -229,6 +273,12 @@ def main(argv: list[str] | None = None) -> int:
             f"rejection sampler at beta={chk['beta']:.3g}: sampled infeasibility {chk['sampled_risk']:.3f} "
             f"vs pool estimate {chk['pool_risk']:.3f}"
         )
+    for chk in policy["assumption"]:
+        deltas = ", ".join(f"alpha={a}: {d:.4f}" for a, d in chk["delta_n_at_ucb"].items())
+        print(
+            f"assumption check, seed {chk['seed']}: R(pi_0) <= {chk['safe_risk_ucb95']:.4f} (95% upper bound); "
+            f"fallback excess delta_n at that bound: {deltas}"
+        )
     a = nonmono["alpha"]
     for part, title in (
         ("claims", "selective claims, FDP of kept claims (non-monotone)"),
@@ -240,21 +290,48 @@ def main(argv: list[str] | None = None) -> int:
         print("|---|---|---|---|")
         for name, d in nonmono[part].items():
             print(f"| {name} | {_ms(d['mean_risk'])} | {_ms(d['frac_above_alpha'])} | {_ms(d['power'])} |")
-    print(f"\nwall time {wall:.1f} s, CPU time {cpu:.1f} s")
+    n_b = len({r["problem"] for r in boundary})
+    print(
+        f"\n== (c) boundary: R(pi_0) = 0.9 alpha, exact risk by enumeration, {n_b} problems x "
+        f"{boundary[0]['trials']} calibrations =="
+    )
+    print(
+        "| problem | n_cal | R(pi_0) | alpha | R(pi_t) | P(pi_0 certified) | uncertified -> deploy pi_0: "
+        "mean risk +- SE | alpha + delta_n | uncertified -> abstain: mean risk +- SE |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in boundary:
+        print(
+            f"| {r['problem']} | {r['n_cal']} | {r['safe_risk']:.4f} | {r['alpha']:.4f} | "
+            f"{r['optimized_risk']:.3f} | {r['certified']:.2f} | {r['fallback_mean']:.4f} +- "
+            f"{r['fallback_se']:.4f} | {r['alpha_plus_delta']:.4f} | {r['abstain_mean']:.4f} +- "
+            f"{r['abstain_se']:.4f} |"
+        )
 
-    out = Path(args.out)
+
+def _save(
+    out: Path,
+    policy: dict,
+    nonmono: dict,
+    boundary: list[dict],
+    wall: float,
+    cpu: float,
+    quick: bool,
+    trials: int,
+) -> None:
+    print(f"\nwall time {wall:.1f} s, CPU time {cpu:.1f} s")
     out.mkdir(parents=True, exist_ok=True)
     payload = {
         "policy": policy,
         "nonmonotone": nonmono,
+        "boundary": boundary,
         "wall_s": wall,
         "cpu_s": cpu,
-        "quick": args.quick,
+        "quick": quick,
         "trials": trials,
     }
     (out / "results.json").write_text(json.dumps(payload, indent=2))
     _plot(policy, out / "cpc_tradeoff.png")
-    return 0
 
 
 if __name__ == "__main__":

@@ -89,7 +89,9 @@ class CalibrationResult:
     grid: np.ndarray  # (G,) candidate betas, ascending
     bounds: np.ndarray  # (G,) weighted risk bound per beta
     index: int  # position of the chosen beta; -1 when not even pi_0 is certified
-    certified: bool  # False: bound(0) > alpha, so we fall back to pi_0 without a guarantee
+    # False: bound(0) > alpha. The returned pi_0 then carries no E[L] <= alpha guarantee: abstain to keep
+    # it, or accept the weaker alpha + delta_n bound of `boundary.fallback_excess`.
+    certified: bool
     direction: str
 
 
@@ -156,7 +158,11 @@ def calibrate_beta(
     certified = idx >= 0
     if not certified:
         logger.warning(
-            "Even the safe policy's bound %.3f exceeds alpha=%.3f; returning pi_0.", bounds[0], alpha
+            "Even the safe policy's bound %.3f exceeds alpha=%.3f; returning pi_0 uncertified. The "
+            "guarantee E[L] <= alpha needs you to abstain here; deploying pi_0 anyway is only bounded by "
+            "alpha + delta_n (see `boundary.fallback_excess`).",
+            bounds[0],
+            alpha,
         )
     chosen = max(idx, 0)
     return CalibrationResult(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import math
 
 import numpy as np
@@ -209,3 +210,41 @@ def test_demo_quick_smoke(tmp_path) -> None:  # noqa: ANN001 - pytest fixture
 
     assert main(["--quick", "--seeds", "1", "--trials", "3", "--out", str(tmp_path)]) == 0
     assert (tmp_path / "results.json").exists() and (tmp_path / "cpc_tradeoff.png").exists()
+    res = json.loads((tmp_path / "results.json").read_text())
+    assert 0.02 <= res["policy"]["rows"]["any|safe pi_0"]["mean_risk"][0] <= 0.04  # pi_0 leaks ~3%
+    assert all(0.0 <= r["abstain_mean"] <= r["alpha"] for r in res["boundary"])
+
+
+def test_boundary_regime_guarantee_holds_when_uncertified_runs_abstain() -> None:
+    """Safe risk = 0.9 alpha, n = 100, exact risk by enumeration, 4 problems x 600 calibrations.
+
+    Abstaining when pi_0 is not certified keeps mean risk <= alpha + 2 SE in every problem. Deploying pi_0
+    anyway exceeds alpha (pooled over problems) but stays within the fallback bound alpha + delta_n.
+    """
+    from families.conformal_control.boundary import make_boundary_problem, run_boundary
+
+    rows = [run_boundary(make_boundary_problem(s), n_cal=100, trials=600, seed=s) for s in range(4)]
+    for r in rows:
+        assert r["abstain_mean"] <= r["alpha"] + 2 * r["abstain_se"], r
+        assert r["fallback_mean"] <= r["alpha_plus_delta"] + 2 * r["fallback_se"], r
+        assert abs(r["safe_risk"] / r["alpha"] - 0.9) < 1e-9 and r["optimized_risk"] > 2 * r["alpha"]
+    excess = np.array([r["fallback_mean"] - r["alpha"] for r in rows])
+    pooled_se = math.sqrt(sum(r["fallback_se"] ** 2 for r in rows)) / len(rows)
+    assert excess.mean() > 2 * pooled_se  # the fallback really does break alpha at this boundary
+
+
+def test_fallback_excess_matches_simulation_and_shrinks_with_n() -> None:
+    """delta_n equals a Monte Carlo estimate of E[(mean of n+1 Bernoulli losses - alpha)_+] and falls with n."""
+    from families.conformal_control.boundary import fallback_excess, safe_risk_upper_bound
+
+    rng = np.random.default_rng(0)
+    sims = np.maximum(rng.binomial(101, 0.09, size=200_000) / 101 - 0.1, 0).mean()
+    assert abs(fallback_excess(100, 0.09, 0.1) - sims) < 3e-4
+    assert (
+        fallback_excess(100, 0.09, 0.1)
+        > fallback_excess(1000, 0.09, 0.1)
+        > fallback_excess(10_000, 0.09, 0.1)
+    )
+    assert fallback_excess(100, 0.0, 0.1) == 0.0
+    covered = [safe_risk_upper_bound(rng.uniform(size=200) < 0.09) >= 0.09 for _ in range(400)]
+    assert np.mean(covered) >= 0.93  # a 95% upper bound

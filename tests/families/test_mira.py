@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -157,3 +158,5 @@ def test_demo_quick_smoke(tmp_path) -> None:  # noqa: ANN001 - pytest fixture
     rc = main(["--quick", "--seeds", "1", "--num-runs", "2", "--no-sbi", "--out", str(tmp_path)])
     assert rc == 0
     assert (tmp_path / "results.json").exists() and (tmp_path / "mira_scores.png").exists()
+    res = json.loads((tmp_path / "results.json").read_text())
+    assert 0.6 <= res["gaussian"]["rows"]["correct"]["mira"][0] <= 0.73  # near the 2/3 reference

@@ -17,6 +17,9 @@ __all__ = [
     "EvalConfig",
     "GRPORunConfig",
     "SFTRunConfig",
+    "BASELINE_METHODS",
+    "GRPO_LOSS_TYPES",
+    "RETURN_REWARDS",
     "load_config",
 ]
 
@@ -41,8 +44,13 @@ class SFTRunConfig:
         default="scratch",
         metadata={
             "help": "'scratch' (small Llama from config + tokenizer trained on the dialogues), "
-            "'builtin:<name>', a local path or a hub id."
+            "'builtin:<name>', a local path (e.g. a SmolLM2-135M-Instruct directory), a pulled model name "
+            "(`latentworks models pull smollm2-135m-instruct`) or a hub id."
         },
+    )
+    dtype: str = field(
+        default="auto",
+        metadata={"help": "'auto' (bf16 on a bf16 GPU, fp16 on other GPUs, fp32 on CPU), 'float32', ..."},
     )
     hidden_size: int = field(default=128, metadata={"help": "scratch model width."})
     num_hidden_layers: int = field(default=4, metadata={"help": "scratch model depth."})
@@ -64,22 +72,50 @@ class SFTRunConfig:
     seed: int = 0
 
 
+GRPO_LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo")
+RETURN_REWARDS = ("model", "none", "online")
+
+
 @dataclass
 class GRPORunConfig:
     max_steps: int = 60
     num_generations: int = 8
     batch_size: int = 16  # prompts x generations per step must be divisible by num_generations
     learning_rate: float = 2e-4
-    beta: float = field(default=0.0, metadata={"help": "KL to the SFT model; 0 loads no reference model."})
+    loss_type: str = field(
+        default="grpo",
+        metadata={
+            "help": "TRL loss: 'grpo' (Shao et al. 2024, per-sequence mean), 'dr_grpo', 'dapo', 'bnpo'."
+        },
+    )
+    beta: float = field(
+        default=0.04,
+        metadata={"help": "KL to the SFT (reference) model; 0.04 is the GRPO paper's value, 0 loads none."},
+    )
     temperature: float = 1.0
     max_completion_length: int = 4
-    # weights of format, legality, agreement, short-horizon env return
+    # weights of format, legality, agreement, return
     reward_weights: list[float] = field(default_factory=lambda: [0.5, 1.0, 1.0, 0.5])
-    env_horizon: int = field(
-        default=3, metadata={"help": "steps of the short-horizon return reward (0 = off)."}
+    return_reward: str = field(
+        default="model",
+        metadata={
+            "help": "'model' (offline: return model fit on the dataset), 'none', or 'online' (replays "
+            "logged states in the simulator with the scripted expert: NOT offline, comparison only)."
+        },
     )
-    tiers: list[str] = field(default_factory=lambda: ["good", "medium", "poor"])
+    agreement_tiers: list[str] = field(
+        default_factory=lambda: ["good"],
+        metadata={"help": "tiers whose actions the agreement reward targets."},
+    )
+    return_gamma: float = 0.95
+    env_horizon: int = field(default=3, metadata={"help": "steps of the online return reward."})
+    tiers: list[str] = field(default_factory=lambda: ["good", "medium"], metadata={"help": "prompt tiers."})
     max_prompts: int = 2000
+    lora: bool = field(default=False, metadata={"help": "train a LoRA adapter on the SFT model (peft)."})
+    lora_r: int = 8
+    use_vllm: bool = field(
+        default=False, metadata={"help": "TRL's vLLM generation (GPU, `pip install trl[vllm]`)."}
+    )
     seed: int = 0
 
 
@@ -87,9 +123,14 @@ class GRPORunConfig:
 class EvalConfig:
     scenarios: list[str] = field(default_factory=lambda: ["6x6-2p-2f"])
     zero_shot_scenarios: list[str] = field(default_factory=list, metadata={"help": "unseen scenarios."})
-    episodes: int = 20
-    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    episodes: int = field(
+        default=32, metadata={"help": "evaluation episodes per trained model (same start states for all)."}
+    )
+    seeds: list[int] = field(
+        default_factory=lambda: [0], metadata={"help": "start-state groups; episodes x seeds per model."}
+    )
     max_new_tokens: int = 4
+    bootstrap_reps: int = field(default=2000, metadata={"help": "stratified-bootstrap resamples (rliable)."})
 
 
 @dataclass
@@ -97,8 +138,13 @@ class BaselineConfig:
     tiers: list[str] = field(
         default_factory=lambda: ["good", "medium"], metadata={"help": "same as SFT by default."}
     )
+    methods: list[str] = field(
+        default_factory=lambda: ["bc", "cql", "qmix_cql", "cfcql"],
+        metadata={"help": "bc, cql (independent), qmix_cql (QMIX + joint CQL), cfcql (counterfactual CQL)."},
+    )
     bc_epochs: int = 30
     cql_steps: int = 3000
+    marl_steps: int = field(default=2000, metadata={"help": "gradient steps of qmix_cql and cfcql."})
     cql_alpha: float = 1.0
     gamma: float = 0.95
     hidden: int = 64
@@ -114,9 +160,16 @@ _SECTIONS = {
 }
 
 
+BASELINE_METHODS = ("bc", "cql", "qmix_cql", "cfcql")
+
+
 @dataclass
 class DLMConfig:
     run_dir: str = "runs/dlm"
+    train_seeds: list[int] = field(
+        default_factory=lambda: [0],
+        metadata={"help": "training seeds of every method (SFT, GRPO, baselines)."},
+    )
     data: DataConfig = field(default_factory=DataConfig)
     sft: SFTRunConfig = field(default_factory=SFTRunConfig)
     grpo: GRPORunConfig = field(default_factory=GRPORunConfig)
@@ -164,6 +217,26 @@ class DLMConfig:
             p.append(f"`sft.teammate_prob` must be in [0, 1], got {self.sft.teammate_prob}")
         if not self.eval.seeds:
             p.append("`eval.seeds` is empty")
+        if not self.train_seeds or len(set(self.train_seeds)) != len(self.train_seeds):
+            p.append(f"`train_seeds`={self.train_seeds} must be a non-empty list of distinct seeds")
+        g = self.grpo
+        if g.loss_type not in GRPO_LOSS_TYPES:
+            p.append(f"`grpo.loss_type`={g.loss_type!r} must be one of {GRPO_LOSS_TYPES}")
+        if g.beta < 0:
+            p.append(f"`grpo.beta` must be >= 0, got {g.beta}")
+        if g.return_reward not in RETURN_REWARDS:
+            p.append(f"`grpo.return_reward`={g.return_reward!r} must be one of {RETURN_REWARDS}")
+        noisy = sorted({"poor", "random"} & set(g.agreement_tiers))
+        if noisy or not g.agreement_tiers:
+            p.append(
+                f"`grpo.agreement_tiers`={g.agreement_tiers}: agreement must target good behaviour, not the "
+                f"mostly random {noisy} tier(s); use e.g. [good] or [good, medium]"
+            )
+        bad = [m for m in self.baselines.methods if m not in BASELINE_METHODS]
+        if bad:
+            p.append(f"`baselines.methods` has unknown {bad}; choose from {BASELINE_METHODS}")
+        if self.sft.dtype not in ("auto", "float32", "bfloat16", "float16"):
+            p.append(f"`sft.dtype`={self.sft.dtype!r} must be auto, float32, bfloat16 or float16")
         if p:
             raise ValueError("invalid DLM config:\n  - " + "\n  - ".join(p))
 
@@ -207,9 +280,11 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
             node = node.setdefault(part, {})
         node[parts[-1]] = _coerce(value)
     top = {k: v for k, v in raw.items() if k not in _SECTIONS}
-    unknown = sorted(set(top) - {"run_dir"})
+    unknown = sorted(set(top) - {"run_dir", "train_seeds"})
     if unknown:
-        raise ValueError(f"unknown top-level key(s) {unknown}; known: run_dir, {', '.join(_SECTIONS)}.")
+        raise ValueError(
+            f"unknown top-level key(s) {unknown}; known: run_dir, train_seeds, {', '.join(_SECTIONS)}."
+        )
     sections = {k: _build(cls, raw.get(k) or {}, k) for k, cls in _SECTIONS.items()}
     cfg = DLMConfig(**top, **sections)
     assert all(is_dataclass(getattr(cfg, k)) for k in _SECTIONS)

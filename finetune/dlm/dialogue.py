@@ -179,6 +179,7 @@ def to_samples(
                     "action": int(action),
                     "joint_actions": list(row["actions"]),
                     "state": row["state"],
+                    "obs": row["obs"][i],
                     "tier": row["tier"],
                     "schema_version": SCHEMA_VERSION,
                 }

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -47,6 +47,8 @@ class EvalStats:
     decisions: int
     unparseable: int
     illegal: int
+    returns: list[float] = field(default_factory=list)  # per episode, in start-state order
+    wins: list[bool] = field(default_factory=list)
 
     @property
     def invalid_rate(self) -> float:
@@ -61,21 +63,28 @@ class LMPolicy:
     ) -> None:
         self.lm, self.name, self.constrained = lm, name, constrained
         self.max_new_tokens, self.batch_size = max_new_tokens, batch_size
+        self._memo: dict[tuple[str, str], str] = {}  # greedy decoding is deterministic in the prompt
 
     def act(
         self, env_name: str, batch: list[tuple[dict[str, Any], list[int], int]]
     ) -> list[str | int | None]:
         from finetune.dlm.decoding import generate_actions
 
-        texts: list[str | int | None] = []
-        for i in range(0, len(batch), self.batch_size):
-            chunk = batch[i : i + self.batch_size]
-            prompts = [execution_prompt(env_name, o, lg) for o, lg, _ in chunk]
-            legal = [lg for _, lg, _ in chunk]
-            texts += generate_actions(
-                self.lm, env_name, prompts, legal, self.constrained, self.max_new_tokens
+        prompts = [execution_prompt(env_name, o, lg) for o, lg, _ in batch]
+        keys = [(env_name, p[-1]["content"]) for p in prompts]
+        todo = sorted({k: i for i, k in enumerate(keys) if k not in self._memo}.items(), key=lambda kv: kv[1])
+        for j in range(0, len(todo), self.batch_size):
+            chunk = todo[j : j + self.batch_size]
+            texts = generate_actions(
+                self.lm,
+                env_name,
+                [prompts[i] for _, i in chunk],
+                [batch[i][1] for _, i in chunk],
+                self.constrained,
+                self.max_new_tokens,
             )
-        return texts
+            self._memo.update({k: t for (k, _), t in zip(chunk, texts)})
+        return [self._memo[k] for k in keys]
 
 
 def _to_action(env_name: str, proposal: Any) -> int | None:
@@ -157,6 +166,8 @@ def run_episodes(
             decisions=int(decisions[group == g].sum()),
             unparseable=int(unparseable[group == g].sum()),
             illegal=int(illegal[group == g].sum()),
+            returns=[float(v) for v in returns[group == g]],
+            wins=[bool(v) for v in won[group == g]],
         )
         for g in range(len(seeds))
     ]

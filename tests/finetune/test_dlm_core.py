@@ -28,8 +28,8 @@ from finetune.dlm.rewards import (  # noqa: E402
     agreement_reward,
     format_reward,
     legality_reward,
-    make_env_return_reward,
 )
+from finetune.dlm.rewards_online import make_env_return_reward  # noqa: E402
 
 CONFIG_DIR = Path(__file__).parents[2] / "finetune" / "dlm" / "configs"
 

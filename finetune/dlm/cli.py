@@ -195,9 +195,10 @@ def _policies(cfg: DLMConfig) -> list[tuple[str, str, list[Any]]]:
     base = seed_dir(cfg, seeds[0]) / "base" if cfg.sft.model == "scratch" else cfg.sft.model
     lm = _lm(base, cfg.sft.dtype)
     label = _base_label(cfg)
+    cache: dict[str, dict] = {"free": {}, "constrained": {}}
     pols += [
-        (label, "free", [LMPolicy(lm, label, False, n_tok)]),
-        (label, "legal-constrained", [LMPolicy(lm, label, True, n_tok)]),
+        (label, "free", [LMPolicy(lm, label, False, n_tok, cache=cache)]),
+        (label, "legal-constrained", [LMPolicy(lm, label, True, n_tok, cache=cache)]),
     ]
     for label, sub in (("DLM-SFT", "sft"), ("DLM-GRPO", "grpo")):
         paths = [seed_dir(cfg, s) / sub for s in seeds]
@@ -206,9 +207,14 @@ def _policies(cfg: DLMConfig) -> list[tuple[str, str, list[Any]]]:
             logger.warning("skipping %s: no model at %s", label, missing)
             continue
         lms = [_lm(p, cfg.sft.dtype) for p in paths]
+        caches = [{"free": {}, "constrained": {}} for _ in lms]
         pols += [
-            (label, "free", [LMPolicy(m, label, False, n_tok) for m in lms]),
-            (label, "legal-constrained", [LMPolicy(m, label, True, n_tok) for m in lms]),
+            (label, "free", [LMPolicy(m, label, False, n_tok, cache=c) for m, c in zip(lms, caches)]),
+            (
+                label,
+                "legal-constrained",
+                [LMPolicy(m, label, True, n_tok, cache=c) for m, c in zip(lms, caches)],
+            ),
         ]
     for method in cfg.baselines.methods:
         files = [seed_dir(cfg, s) / "baselines" / f"{method}.pt" for s in seeds]
@@ -241,9 +247,14 @@ def stage_eval(cfg: DLMConfig, force: bool) -> None:
                     continue
                 t0 = time.time()
                 per_seed = []
+                episodes = cfg.eval.episodes
+                if label.startswith("Prompted") and cfg.eval.prompted_episodes:
+                    episodes = cfg.eval.prompted_episodes
+                if zero_shot and cfg.eval.zero_shot_episodes:
+                    episodes = cfg.eval.zero_shot_episodes
                 for pol in runs:  # the same start states for every trained run (strata of the bootstrap)
                     stats = run_episodes(
-                        cfg.data.env, scenario, pol, cfg.eval.episodes, list(cfg.eval.seeds), progress=bar
+                        cfg.data.env, scenario, pol, episodes, list(cfg.eval.seeds), progress=bar
                     )
                     per_seed.append([asdict(st) for st in stats])
                 results.append(

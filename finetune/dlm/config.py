@@ -130,6 +130,12 @@ class EvalConfig:
         default_factory=lambda: [0], metadata={"help": "start-state groups; episodes x seeds per model."}
     )
     max_new_tokens: int = 4
+    prompted_episodes: int = field(
+        default=0, metadata={"help": "episodes for the prompted (un-finetuned) LM; 0 = `episodes`."}
+    )
+    zero_shot_episodes: int = field(
+        default=0, metadata={"help": "episodes per trained model on zero-shot scenarios; 0 = `episodes`."}
+    )
     bootstrap_reps: int = field(default=2000, metadata={"help": "stratified-bootstrap resamples (rliable)."})
 
 

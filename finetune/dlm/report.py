@@ -68,7 +68,8 @@ def results_markdown(results: list[dict[str, Any]], cfg: Any) -> str:
             if x is None:
                 continue
             y = arrays[(r["scenario"], r["method"], r["decoding"])]
-            poi = probability_of_improvement(x, y, reps)
+            k = min(x.shape[1], y.shape[1])  # episode k starts from the same state for every method
+            poi = probability_of_improvement(x[:, :k], y[:, :k], reps)
             scen = f"{r['scenario']}{' (zero-shot)' if r['zero_shot'] else ''}"
             lines.append(f"| {scen} | {dlm} | {r['method']} | {_ci(poi)} | {verdict(poi)} |")
     return "\n".join(lines) + "\n"

@@ -117,7 +117,12 @@ def stage_grpo(cfg: DLMConfig, force: bool) -> None:
         return_model = None
         if grpo.return_reward == "model":  # fit on the logged trajectories of every tier (coverage)
             rows = load_dataset_dir(Path(cfg.run_dir) / "data")
-            return_model = train_return_model(grpo, cfg.data.env, rows, run / "return_model")
+            return_model = {
+                env: train_return_model(
+                    grpo, env, rows.filter(lambda r, e=env: r["env"] == e), run / f"return_{env}"
+                )
+                for env in cfg.envs()
+            }
         samples = _samples(cfg, grpo.tiers, 0.0, seed)
         run_grpo(grpo, samples, run / "sft", run, return_model=return_model, dtype_name=cfg.sft.dtype)
 
@@ -130,45 +135,45 @@ BASELINE_LABELS = {
 }
 
 
+def _baseline_file(cfg: DLMConfig, seed: int, method: str, env: str) -> Path:
+    suffix = "" if len(cfg.envs()) == 1 else f"_{env}"  # one baseline per environment (fixed-size inputs)
+    return seed_dir(cfg, seed) / "baselines" / f"{method}{suffix}.pt"
+
+
 def stage_baselines(cfg: DLMConfig, force: bool) -> None:
     from finetune.dlm.baselines import save_policy, train_bc, train_cql
     from finetune.dlm.data import load_dataset_dir
     from finetune.dlm.marl_baselines import joint_arrays, train_mixer_cql
 
     b = cfg.baselines
-    rows = list(load_dataset_dir(Path(cfg.run_dir) / "data", tiers=b.tiers))
-    joint = joint_arrays(cfg.data.env, rows) if {"qmix_cql", "cfcql"} & set(b.methods) else None
-    for seed in cfg.train_seeds:
-        out = seed_dir(cfg, seed) / "baselines"
-        out.mkdir(parents=True, exist_ok=True)
-        for method in b.methods:
-            path = out / f"{method}.pt"
-            if path.is_file() and not force:
-                continue
-            if method == "bc":
-                pol = train_bc(cfg.data.env, rows, epochs=b.bc_epochs, hidden=b.hidden, seed=seed)
-            elif method == "cql":
-                pol = train_cql(
-                    cfg.data.env,
-                    rows,
-                    b.cql_steps,
-                    alpha=b.cql_alpha,
-                    gamma=b.gamma,
-                    hidden=b.hidden,
-                    seed=seed,
-                )
-            else:
-                pol = train_mixer_cql(
-                    cfg.data.env,
-                    joint,
-                    method=method,
-                    steps=b.marl_steps,
-                    alpha=b.cql_alpha,
-                    gamma=b.gamma,
-                    hidden=b.hidden,
-                    seed=seed,
-                )
-            save_policy(pol, path)
+    all_rows = load_dataset_dir(Path(cfg.run_dir) / "data", tiers=b.tiers)
+    for env in cfg.envs():
+        rows = list(all_rows.filter(lambda r, e=env: r["env"] == e))
+        joint = joint_arrays(env, rows) if {"qmix_cql", "cfcql"} & set(b.methods) else None
+        for seed in cfg.train_seeds:
+            for method in b.methods:
+                path = _baseline_file(cfg, seed, method, env)
+                if path.is_file() and not force:
+                    continue
+                path.parent.mkdir(parents=True, exist_ok=True)
+                if method == "bc":
+                    pol = train_bc(env, rows, epochs=b.bc_epochs, hidden=b.hidden, seed=seed)
+                elif method == "cql":
+                    pol = train_cql(
+                        env, rows, b.cql_steps, alpha=b.cql_alpha, gamma=b.gamma, hidden=b.hidden, seed=seed
+                    )
+                else:
+                    pol = train_mixer_cql(
+                        env,
+                        joint,
+                        method=method,
+                        steps=b.marl_steps,
+                        alpha=b.cql_alpha,
+                        gamma=b.gamma,
+                        hidden=b.hidden,
+                        seed=seed,
+                    )
+                save_policy(pol, path)
 
 
 def _base_label(cfg: DLMConfig) -> str:
@@ -184,13 +189,15 @@ def _lm(path: str | Path, dtype_name: str):
     return load_model(str(path), dtype=model_dtype(dtype_name), realign="identity")
 
 
-def _policies(cfg: DLMConfig) -> list[tuple[str, str, list[Any]]]:
-    """(method, decoding, one policy per training run) for every method that has models on disk."""
+def _policies(cfg: DLMConfig) -> list[tuple]:
+    """(method, decoding, one policy per training run[, environment]) for every method with models on disk.
+
+    LM policies read text and serve every environment; the feature-vector baselines belong to one."""
     from finetune.dlm.baselines import ExpertPolicy, load_policy
     from finetune.dlm.evaluate import LMPolicy
 
     n_tok = cfg.eval.max_new_tokens
-    pols: list[tuple[str, str, list[Any]]] = [("Scripted expert (reference)", "-", [ExpertPolicy()])]
+    pols: list[tuple] = [("Scripted expert (reference)", "-", [ExpertPolicy()])]
     seeds = cfg.train_seeds
     base = seed_dir(cfg, seeds[0]) / "base" if cfg.sft.model == "scratch" else cfg.sft.model
     lm = _lm(base, cfg.sft.dtype)
@@ -217,9 +224,10 @@ def _policies(cfg: DLMConfig) -> list[tuple[str, str, list[Any]]]:
             ),
         ]
     for method in cfg.baselines.methods:
-        files = [seed_dir(cfg, s) / "baselines" / f"{method}.pt" for s in seeds]
-        if all(f.is_file() for f in files):
-            pols.append((BASELINE_LABELS[method], "legal-masked", [load_policy(f) for f in files]))
+        for env in cfg.envs():
+            files = [_baseline_file(cfg, s, method, env) for s in seeds]
+            if all(f.is_file() for f in files):
+                pols.append((BASELINE_LABELS[method], "legal-masked", [load_policy(f) for f in files], env))
     return pols
 
 
@@ -234,13 +242,18 @@ def stage_eval(cfg: DLMConfig, force: bool) -> None:
         logger.info("results exist at %s", run / "results.json")
         return
     pols = _policies(cfg)
+    from finetune.dlm.config import split_scenario
+
     scen = [(s, False) for s in cfg.eval.scenarios] + [(s, True) for s in cfg.eval.zero_shot_scenarios]
     results = []
     per_run = cfg.eval.episodes * len(cfg.eval.seeds)
-    total = sum(len(p) for _, _, p in pols) * len(scen) * per_run  # upper bound (zero-shot skips rows)
+    total = sum(len(p[2]) for p in pols) * len(scen) * per_run  # upper bound (zero-shot skips rows)
     with tqdm(total=total, desc="dlm eval (episodes)") as bar:
         for scenario, zero_shot in scen:
-            for label, decoding, runs in pols:
+            env_name, name = split_scenario(cfg.data.env, scenario)
+            for label, decoding, runs, *only in pols:
+                if only and only[0] != env_name:
+                    continue
                 # zero-shot rows compare the trained policies under the decoding they are compared with;
                 # free decoding and the prompted model are measured in-distribution (CPU-bound evaluation)
                 if zero_shot and (decoding == "free" or label.startswith("Prompted")):
@@ -253,9 +266,7 @@ def stage_eval(cfg: DLMConfig, force: bool) -> None:
                 if zero_shot and cfg.eval.zero_shot_episodes:
                     episodes = cfg.eval.zero_shot_episodes
                 for pol in runs:  # the same start states for every trained run (strata of the bootstrap)
-                    stats = run_episodes(
-                        cfg.data.env, scenario, pol, episodes, list(cfg.eval.seeds), progress=bar
-                    )
+                    stats = run_episodes(env_name, name, pol, episodes, list(cfg.eval.seeds), progress=bar)
                     per_seed.append([asdict(st) for st in stats])
                 results.append(
                     {

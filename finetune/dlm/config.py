@@ -21,14 +21,25 @@ __all__ = [
     "GRPO_LOSS_TYPES",
     "RETURN_REWARDS",
     "load_config",
+    "split_scenario",
 ]
+
+
+def split_scenario(default_env: str, scenario: str) -> tuple[str, str]:
+    """'rware:tiny-2ag' -> ('rware', 'tiny-2ag'); a bare scenario belongs to `default_env`."""
+    env, sep, name = scenario.partition(":")
+    return (env, name) if sep else (default_env, scenario)
 
 
 @dataclass
 class DataConfig:
-    env: str = field(default="lbforaging", metadata={"help": "'lbforaging' or 'mpe'."})
+    env: str = field(
+        default="lbforaging",
+        metadata={"help": "'lbforaging', 'mpe' or 'rware': the environment of bare scenario names."},
+    )
     scenarios: list[str] = field(
-        default_factory=lambda: ["6x6-2p-2f"], metadata={"help": "training scenarios."}
+        default_factory=lambda: ["6x6-2p-2f"],
+        metadata={"help": "training scenarios; 'env:scenario' (e.g. 'rware:tiny-2ag') mixes environments."},
     )
     tiers: list[str] = field(
         default_factory=lambda: ["good", "medium", "poor"], metadata={"help": "quality tiers."}
@@ -69,6 +80,12 @@ class SFTRunConfig:
         default=False, metadata={"help": "train a LoRA adapter (peft) instead of all weights."}
     )
     lora_r: int = 8
+    lora_layers: int = field(
+        default=0,
+        metadata={
+            "help": "LoRA on the top k decoder layers only (0 = all): backward stops below them (CPU)."
+        },
+    )
     seed: int = 0
 
 
@@ -113,6 +130,7 @@ class GRPORunConfig:
     max_prompts: int = 2000
     lora: bool = field(default=False, metadata={"help": "train a LoRA adapter on the SFT model (peft)."})
     lora_r: int = 8
+    lora_layers: int = field(default=0, metadata={"help": "as `sft.lora_layers`."})
     use_vllm: bool = field(
         default=False, metadata={"help": "TRL's vLLM generation (GPU, `pip install trl[vllm]`)."}
     )
@@ -187,8 +205,15 @@ class DLMConfig:
         from finetune.dlm.policies import TIER_EPS
 
         p = []
-        if self.data.env not in ENV_NAMES:
-            p.append(f"`data.env`={self.data.env!r} is unknown (choose from {ENV_NAMES})")
+        named = [self.data.env] + [
+            split_scenario(self.data.env, sc)[0]
+            for sc in self.data.scenarios + self.eval.scenarios + self.eval.zero_shot_scenarios
+        ]
+        for env in sorted(set(named)):
+            if env not in ENV_NAMES:
+                p.append(
+                    f"environment {env!r} (in `data.env` or a scenario) is unknown (choose from {ENV_NAMES})"
+                )
         if not self.data.scenarios:
             p.append("`data.scenarios` is empty")
         for name, tiers in (
@@ -248,6 +273,11 @@ class DLMConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def envs(self) -> list[str]:
+        """The environments of the training scenarios, in first-seen order."""
+        seen = [split_scenario(self.data.env, sc)[0] for sc in self.data.scenarios]
+        return list(dict.fromkeys(seen))
 
 
 def _build(cls: type, values: dict[str, Any], where: str) -> Any:

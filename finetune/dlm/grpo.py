@@ -26,7 +26,7 @@ from finetune.dlm.config import GRPORunConfig
 from finetune.dlm.device import model_dtype, trainer_device_args
 from finetune.dlm.dialogue import SCHEMA_VERSION, check_schema
 from finetune.dlm.rewards import reward_functions
-from finetune.dlm.sft import check_chat_model, last_checkpoint
+from finetune.dlm.sft import check_chat_model, last_checkpoint, lora_config
 
 __all__ = ["grpo_dataset", "run_grpo", "train_return_model"]
 
@@ -78,13 +78,7 @@ def run_grpo(
     model = AutoModelForCausalLM.from_pretrained(str(sft_dir), dtype=dtype)
     ds = grpo_dataset(samples, cfg.max_prompts, cfg.seed)
     funcs = reward_functions(cfg.return_reward, cfg.agreement_tiers, return_model, cfg.env_horizon)
-    peft_config = None
-    if cfg.lora:
-        from peft import LoraConfig
-
-        peft_config = LoraConfig(
-            r=cfg.lora_r, lora_alpha=2 * cfg.lora_r, target_modules="all-linear", task_type="CAUSAL_LM"
-        )
+    peft_config = lora_config(model, cfg.lora_r, cfg.lora_layers) if cfg.lora else None
     out = run_dir / "grpo_checkpoints"
     args = GRPOConfig(
         output_dir=str(out),

@@ -32,7 +32,7 @@ def _ci(t: tuple[float, float, float], digits: int = 2) -> str:
 def results_markdown(results: list[dict[str, Any]], cfg: Any) -> str:
     reps = cfg.eval.bootstrap_reps
     lines = [
-        f"Environment `{cfg.data.env}`; training seeds {list(cfg.train_seeds)}; "
+        f"Environments {', '.join(f'`{e}`' for e in cfg.envs())}; training seeds {list(cfg.train_seeds)}; "
         f"{cfg.eval.episodes * len(cfg.eval.seeds)} evaluation episodes per trained model (the same start "
         "states for every model). Team return: IQM over runs x episodes with a 95% stratified-bootstrap "
         "interval (rliable); win and invalid-action rates: pooled, 95% Wilson intervals.",

@@ -135,20 +135,23 @@ agreement_reward = make_agreement_reward(("good", "medium", "poor", "random"))  
 def make_return_model_reward(model) -> RewardFn:
     """tanh of the return model's advantage of the completion's action; `PENALTY` if unparseable or illegal.
 
-    `model` is a `return_model.ReturnModel` fit on the offline data: Q(o, a) - mean over legal actions,
+    `model` is a `return_model.ReturnModel` fit on the offline data (or a dict of them by environment):
+    Q(o, a) - mean over legal actions,
     in units of the return-to-go standard deviation, squashed to (-1, 1) so every legal action scores
     above the penalty whatever the environment's reward scale.
     """
 
     def return_model_reward(completions: Any = None, **kwargs: Any) -> list[float]:
         n = _n(completions)
-        acts = _parsed(completions, _column(kwargs, "env", n))
+        envs = _column(kwargs, "env", n)
+        acts = _parsed(completions, envs)
         obs, legal = _column(kwargs, "obs", n), _column(kwargs, "legal", n)
 
         def score(k: int) -> float:
             if acts[k] is None or acts[k] not in legal[k]:
                 return PENALTY
-            return float(np.tanh(model.advantage(json.loads(obs[k]), list(legal[k]), acts[k])))
+            m = model[envs[k]] if isinstance(model, dict) else model
+            return float(np.tanh(m.advantage(json.loads(obs[k]), list(legal[k]), acts[k])))
 
         return _guarded(score, n)
 

@@ -26,6 +26,7 @@ __all__ = [
     "build_sft_trainer",
     "check_chat_model",
     "last_checkpoint",
+    "lora_config",
     "prepare_base_model",
     "run_sft",
     "trainer_device_args",
@@ -105,6 +106,25 @@ def prepare_base_model(cfg: SFTRunConfig, samples: list[dict[str, Any]], run_dir
     return path
 
 
+def lora_config(model, r: int, top_layers: int = 0):
+    """LoRA on every linear layer, or on the top `top_layers` decoder layers only (cheaper backward)."""
+    from peft import LoraConfig
+
+    kwargs: dict[str, Any] = {}
+    n_layers = int(getattr(model.config, "num_hidden_layers", 0))
+    if top_layers:
+        if not 0 < top_layers <= n_layers:
+            raise ValueError(f"`lora_layers`={top_layers} must be in 1..{n_layers} for this model (0 = all).")
+        kwargs = {
+            "layers_to_transform": list(range(n_layers - top_layers, n_layers)),
+            "layers_pattern": "layers",
+        }
+        targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    else:
+        targets = "all-linear"
+    return LoraConfig(r=r, lora_alpha=2 * r, target_modules=targets, task_type="CAUSAL_LM", **kwargs)
+
+
 def build_sft_trainer(cfg: SFTRunConfig, samples: list[dict[str, Any]], run_dir: str | Path):
     """The `trl.SFTTrainer` of `run_sft` (prompt/completion data, completion-only loss), and its base path."""
     from datasets import Dataset
@@ -123,13 +143,7 @@ def build_sft_trainer(cfg: SFTRunConfig, samples: list[dict[str, Any]], run_dir:
     ds = Dataset.from_list([{"prompt": s["prompt"], "completion": s["completion"]} for s in samples]).shuffle(
         cfg.seed
     )
-    peft_config = None
-    if cfg.lora:
-        from peft import LoraConfig
-
-        peft_config = LoraConfig(
-            r=cfg.lora_r, lora_alpha=2 * cfg.lora_r, target_modules="all-linear", task_type="CAUSAL_LM"
-        )
+    peft_config = lora_config(model, cfg.lora_r, cfg.lora_layers) if cfg.lora else None
     args = SFTConfig(
         output_dir=str(run_dir / "sft_checkpoints"),
         num_train_epochs=cfg.epochs,

@@ -50,6 +50,12 @@ def features(env_name: str, obs: dict[str, Any], legal: list[int]) -> list[float
         head = [obs["level"] / 3.0]
         items = [(f["dr"] / 10, f["dc"] / 10, f["level"] / 3.0) for f in obs["foods"]]
         mates = [(m["dr"] / 10, m["dc"] / 10, m["level"] / 3.0) for m in obs["agents"]]
+    elif env_name == "rware":
+        head = [float(obs["heading"] == h) for h in ("north", "south", "west", "east")]
+        head += [float(obs["carrying"]), float(obs["carrying_requested"]), float(obs["under_shelf"])]
+        goals = obs["carrying"] and obs["carrying_requested"]
+        items = [(o["dr"] / 10, o["dc"] / 10, 1.0) for o in (obs["goals"] if goals else obs["requested"])]
+        mates = [(o["dr"] / 10, o["dc"] / 10, 0.0) for o in obs["agents"]]
     else:
         head = list(obs["vel"])
         items = [(o["dx"], o["dy"], 0.0) for o in obs["landmarks"]]

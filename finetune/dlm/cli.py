@@ -12,6 +12,7 @@ import json
 import logging
 import shutil
 import time
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,11 @@ def _samples(cfg: DLMConfig, tiers: list[str], teammate_prob: float, seed: int) 
     return to_samples(list(rows), teammate_prob=teammate_prob, seed=seed)
 
 
+def seed_dir(cfg: DLMConfig, seed: int) -> Path:
+    """Where one training seed's models live: `run_dir/seed_<k>/{base,sft,grpo,baselines}`."""
+    return Path(cfg.run_dir) / f"seed_{seed}"
+
+
 def stage_data(cfg: DLMConfig, force: bool) -> None:
     from finetune.dlm.data import generate_dataset
 
@@ -71,132 +77,200 @@ def stage_data(cfg: DLMConfig, force: bool) -> None:
 def stage_sft(cfg: DLMConfig, force: bool) -> None:
     from finetune.dlm.sft import run_sft
 
-    run = Path(cfg.run_dir)
-    if (run / "sft" / "dlm_sft.json").is_file() and not force:
-        logger.info("SFT model exists at %s", run / "sft")
-        return
-    if force:
-        shutil.rmtree(run / "sft_checkpoints", ignore_errors=True)
-    run_sft(cfg.sft, _samples(cfg, cfg.sft.tiers, cfg.sft.teammate_prob, cfg.sft.seed), run)
+    for seed in cfg.train_seeds:
+        run = seed_dir(cfg, seed)
+        if (run / "sft" / "dlm_sft.json").is_file() and not force:
+            logger.info("SFT model exists at %s", run / "sft")
+            continue
+        if force:
+            shutil.rmtree(run / "sft_checkpoints", ignore_errors=True)
+        sft = replace(cfg.sft, seed=seed)
+        run_sft(sft, _samples(cfg, sft.tiers, sft.teammate_prob, seed), run)
 
 
 def stage_grpo(cfg: DLMConfig, force: bool) -> None:
-    from finetune.dlm.grpo import run_grpo
+    from finetune.dlm.data import load_dataset_dir
+    from finetune.dlm.grpo import run_grpo, train_return_model
 
-    run = Path(cfg.run_dir)
-    if not (run / "sft" / "dlm_sft.json").is_file():
-        raise FileNotFoundError(f"no SFT model under {run / 'sft'}: run `latentworks dlm sft` first.")
-    if (run / "grpo" / "dlm_grpo.json").is_file() and not force:
-        logger.info("GRPO model exists at %s", run / "grpo")
-        return
-    if force:
-        shutil.rmtree(run / "grpo_checkpoints", ignore_errors=True)
-    run_grpo(cfg.grpo, _samples(cfg, cfg.grpo.tiers, 0.0, cfg.grpo.seed), run / "sft", run)
+    for seed in cfg.train_seeds:
+        run = seed_dir(cfg, seed)
+        if not (run / "sft" / "dlm_sft.json").is_file():
+            raise FileNotFoundError(f"no SFT model under {run / 'sft'}: run `latentworks dlm sft` first.")
+        if (run / "grpo" / "dlm_grpo.json").is_file() and not force:
+            logger.info("GRPO model exists at %s", run / "grpo")
+            continue
+        if force:
+            shutil.rmtree(run / "grpo_checkpoints", ignore_errors=True)
+        grpo = replace(cfg.grpo, seed=seed)
+        return_model = None
+        if grpo.return_reward == "model":  # fit on the logged trajectories of every tier (coverage)
+            rows = load_dataset_dir(Path(cfg.run_dir) / "data")
+            return_model = {
+                env: train_return_model(
+                    grpo, env, rows.filter(lambda r, e=env: r["env"] == e), run / f"return_{env}"
+                )
+                for env in cfg.envs()
+            }
+        samples = _samples(cfg, grpo.tiers, 0.0, seed)
+        run_grpo(grpo, samples, run / "sft", run, return_model=return_model, dtype_name=cfg.sft.dtype)
+
+
+BASELINE_LABELS = {
+    "bc": "BC (MLP per agent)",
+    "cql": "Independent CQL",
+    "qmix_cql": "QMIX + CQL",
+    "cfcql": "CFCQL (QMIX)",
+}
+
+
+def _baseline_file(cfg: DLMConfig, seed: int, method: str, env: str) -> Path:
+    suffix = "" if len(cfg.envs()) == 1 else f"_{env}"  # one baseline per environment (fixed-size inputs)
+    return seed_dir(cfg, seed) / "baselines" / f"{method}{suffix}.pt"
 
 
 def stage_baselines(cfg: DLMConfig, force: bool) -> None:
     from finetune.dlm.baselines import save_policy, train_bc, train_cql
     from finetune.dlm.data import load_dataset_dir
+    from finetune.dlm.marl_baselines import joint_arrays, train_mixer_cql
 
-    out = Path(cfg.run_dir) / "baselines"
-    if (out / "cql.pt").is_file() and not force:
-        logger.info("baselines exist at %s", out)
-        return
-    out.mkdir(parents=True, exist_ok=True)
     b = cfg.baselines
-    rows = list(load_dataset_dir(Path(cfg.run_dir) / "data", tiers=b.tiers))
-    save_policy(train_bc(cfg.data.env, rows, epochs=b.bc_epochs, hidden=b.hidden, seed=b.seed), out / "bc.pt")
-    cql = train_cql(
-        cfg.data.env, rows, steps=b.cql_steps, alpha=b.cql_alpha, gamma=b.gamma, hidden=b.hidden, seed=b.seed
-    )
-    save_policy(cql, out / "cql.pt")
+    all_rows = load_dataset_dir(Path(cfg.run_dir) / "data", tiers=b.tiers)
+    for env in cfg.envs():
+        rows = list(all_rows.filter(lambda r, e=env: r["env"] == e))
+        joint = joint_arrays(env, rows) if {"qmix_cql", "cfcql"} & set(b.methods) else None
+        for seed in cfg.train_seeds:
+            for method in b.methods:
+                path = _baseline_file(cfg, seed, method, env)
+                if path.is_file() and not force:
+                    continue
+                path.parent.mkdir(parents=True, exist_ok=True)
+                if method == "bc":
+                    pol = train_bc(env, rows, epochs=b.bc_epochs, hidden=b.hidden, seed=seed)
+                elif method == "cql":
+                    pol = train_cql(
+                        env, rows, b.cql_steps, alpha=b.cql_alpha, gamma=b.gamma, hidden=b.hidden, seed=seed
+                    )
+                else:
+                    pol = train_mixer_cql(
+                        env,
+                        joint,
+                        method=method,
+                        steps=b.marl_steps,
+                        alpha=b.cql_alpha,
+                        gamma=b.gamma,
+                        hidden=b.hidden,
+                        seed=seed,
+                    )
+                save_policy(pol, path)
 
 
-def _policies(cfg: DLMConfig) -> list[tuple[str, str, Any]]:
-    from finetune.dlm.baselines import ExpertPolicy, load_policy
-    from finetune.dlm.evaluate import LMPolicy
+def _base_label(cfg: DLMConfig) -> str:
+    if cfg.sft.model == "scratch":
+        return "Prompted LM (untrained scratch base)"
+    return f"Prompted LLM ({Path(cfg.sft.model.rstrip('/')).name}, no fine-tuning)"
+
+
+def _lm(path: str | Path, dtype_name: str):
+    from finetune.dlm.device import model_dtype
     from latent.loading import load_model
 
-    run, n_tok = Path(cfg.run_dir), cfg.eval.max_new_tokens
-    pols: list[tuple[str, str, Any]] = [("Scripted expert (reference)", "-", ExpertPolicy())]
-    for label, sub in (
-        ("Prompted LM (base, no fine-tuning)", "base"),
-        ("DLM-SFT", "sft"),
-        ("DLM-GRPO", "grpo"),
-    ):
-        path = run / sub if sub != "base" or cfg.sft.model == "scratch" else cfg.sft.model
-        if sub != "base" and not (Path(path) / "config.json").is_file():
-            logger.warning("skipping %s: no model at %s", label, path)
-            continue
-        lm = load_model(str(path), device="cpu")
-        pols += [
-            (label, "free", LMPolicy(lm, label, False, n_tok)),
-            (label, "legal-constrained", LMPolicy(lm, label, True, n_tok)),
-        ]
-    for label, f in (("BC (MLP per agent)", "bc.pt"), ("Independent CQL", "cql.pt")):
-        if (run / "baselines" / f).is_file():
-            pols.append((label, "legal-masked", load_policy(run / "baselines" / f)))
-    return pols
+    return load_model(str(path), dtype=model_dtype(dtype_name), realign="identity")
 
 
-def _fmt(res: dict[str, Any], key: str, digits: int = 3) -> str:
-    return f"{res[key]:.{digits}f} +- {res[key + '_ci95']:.{digits}f}"
+def _policies(cfg: DLMConfig) -> list[tuple]:
+    """(method, decoding, one policy per training run[, environment]) for every method with models on disk.
 
+    LM policies read text and serve every environment; the feature-vector baselines belong to one."""
+    from finetune.dlm.baselines import ExpertPolicy, load_policy
+    from finetune.dlm.evaluate import LMPolicy
 
-def results_markdown(results: list[dict[str, Any]], cfg: DLMConfig) -> str:
-    """The results table: mean +- 95% CI half-width over evaluation seeds."""
-    lines = [
-        f"Environment `{cfg.data.env}`; {cfg.eval.episodes} episodes x {len(cfg.eval.seeds)} seeds per row; "
-        "mean +- 95% t-interval half-width over seeds.",
-        "",
-        "| scenario | method | decoding | team return | win rate | invalid-action rate | fallbacks / decisions |",
-        "|---|---|---|---|---|---|---|",
+    n_tok = cfg.eval.max_new_tokens
+    pols: list[tuple] = [("Scripted expert (reference)", "-", [ExpertPolicy()])]
+    seeds = cfg.train_seeds
+    base = seed_dir(cfg, seeds[0]) / "base" if cfg.sft.model == "scratch" else cfg.sft.model
+    lm = _lm(base, cfg.sft.dtype)
+    label = _base_label(cfg)
+    cache: dict[str, dict] = {"free": {}, "constrained": {}}
+    pols += [
+        (label, "free", [LMPolicy(lm, label, False, n_tok, cache=cache)]),
+        (label, "legal-constrained", [LMPolicy(lm, label, True, n_tok, cache=cache)]),
     ]
-    for r in results:
-        m = r["metrics"]
-        lines.append(
-            f"| {r['scenario']}{' (zero-shot)' if r['zero_shot'] else ''} | {r['method']} | {r['decoding']} | "
-            f"{_fmt(m, 'mean_return')} | {_fmt(m, 'win_rate', 2)} | {_fmt(m, 'invalid_rate', 4)} | "
-            f"{m['fallbacks']} / {m['decisions']} |"
-        )
-    return "\n".join(lines) + "\n"
+    for label, sub in (("DLM-SFT", "sft"), ("DLM-GRPO", "grpo")):
+        paths = [seed_dir(cfg, s) / sub for s in seeds]
+        missing = [p for p in paths if not (p / "config.json").is_file()]
+        if missing:
+            logger.warning("skipping %s: no model at %s", label, missing)
+            continue
+        lms = [_lm(p, cfg.sft.dtype) for p in paths]
+        caches = [{"free": {}, "constrained": {}} for _ in lms]
+        pols += [
+            (label, "free", [LMPolicy(m, label, False, n_tok, cache=c) for m, c in zip(lms, caches)]),
+            (
+                label,
+                "legal-constrained",
+                [LMPolicy(m, label, True, n_tok, cache=c) for m, c in zip(lms, caches)],
+            ),
+        ]
+    for method in cfg.baselines.methods:
+        for env in cfg.envs():
+            files = [_baseline_file(cfg, s, method, env) for s in seeds]
+            if all(f.is_file() for f in files):
+                pols.append((BASELINE_LABELS[method], "legal-masked", [load_policy(f) for f in files], env))
+    return pols
 
 
 def stage_eval(cfg: DLMConfig, force: bool) -> None:
     from tqdm.auto import tqdm
 
-    from finetune.dlm.evaluate import evaluate
+    from finetune.dlm.evaluate import run_episodes
+    from finetune.dlm.report import results_markdown
 
     run = Path(cfg.run_dir)
     if (run / "results.json").is_file() and not force:
         logger.info("results exist at %s", run / "results.json")
         return
     pols = _policies(cfg)
+    from finetune.dlm.config import split_scenario
+
     scen = [(s, False) for s in cfg.eval.scenarios] + [(s, True) for s in cfg.eval.zero_shot_scenarios]
     results = []
-    total = len(pols) * len(scen) * cfg.eval.episodes * len(cfg.eval.seeds)  # upper bound (zero-shot skips)
+    per_run = cfg.eval.episodes * len(cfg.eval.seeds)
+    total = sum(len(p[2]) for p in pols) * len(scen) * per_run  # upper bound (zero-shot skips rows)
     with tqdm(total=total, desc="dlm eval (episodes)") as bar:
         for scenario, zero_shot in scen:
-            for label, decoding, pol in pols:
-                # zero-shot rows compare the trained policies; the untrained LM and free decoding are
-                # already measured in-distribution and would only double the (CPU-bound) evaluation time
+            env_name, name = split_scenario(cfg.data.env, scenario)
+            for label, decoding, runs, *only in pols:
+                if only and only[0] != env_name:
+                    continue
+                # zero-shot rows compare the trained policies under the decoding they are compared with;
+                # free decoding and the prompted model are measured in-distribution (CPU-bound evaluation)
                 if zero_shot and (decoding == "free" or label.startswith("Prompted")):
                     continue
                 t0 = time.time()
-                m = evaluate(cfg.data.env, scenario, pol, cfg.eval.episodes, cfg.eval.seeds, progress=bar)
+                per_seed = []
+                episodes = cfg.eval.episodes
+                if label.startswith("Prompted") and cfg.eval.prompted_episodes:
+                    episodes = cfg.eval.prompted_episodes
+                if zero_shot and cfg.eval.zero_shot_episodes:
+                    episodes = cfg.eval.zero_shot_episodes
+                for pol in runs:  # the same start states for every trained run (strata of the bootstrap)
+                    stats = run_episodes(env_name, name, pol, episodes, list(cfg.eval.seeds), progress=bar)
+                    per_seed.append([asdict(st) for st in stats])
                 results.append(
                     {
                         "scenario": scenario,
                         "zero_shot": zero_shot,
                         "method": label,
                         "decoding": decoding,
-                        "metrics": m,
+                        "runs": per_seed,
                         "seconds": time.time() - t0,
                     }
                 )
+                (run / "results.partial.json").write_text(json.dumps(results, indent=2))
     (run / "results.json").write_text(json.dumps(results, indent=2))
-    (run / "results.md").write_text(results_markdown(results, cfg))
-    logger.info("results table:\n%s", results_markdown(results, cfg))
+    md = results_markdown(results, cfg)
+    (run / "results.md").write_text(md)
+    logger.info("results:\n%s", md)
 
 
 _RUNNERS = {

@@ -17,15 +17,29 @@ __all__ = [
     "EvalConfig",
     "GRPORunConfig",
     "SFTRunConfig",
+    "BASELINE_METHODS",
+    "GRPO_LOSS_TYPES",
+    "RETURN_REWARDS",
     "load_config",
+    "split_scenario",
 ]
+
+
+def split_scenario(default_env: str, scenario: str) -> tuple[str, str]:
+    """'rware:tiny-2ag' -> ('rware', 'tiny-2ag'); a bare scenario belongs to `default_env`."""
+    env, sep, name = scenario.partition(":")
+    return (env, name) if sep else (default_env, scenario)
 
 
 @dataclass
 class DataConfig:
-    env: str = field(default="lbforaging", metadata={"help": "'lbforaging' or 'mpe'."})
+    env: str = field(
+        default="lbforaging",
+        metadata={"help": "'lbforaging', 'mpe' or 'rware': the environment of bare scenario names."},
+    )
     scenarios: list[str] = field(
-        default_factory=lambda: ["6x6-2p-2f"], metadata={"help": "training scenarios."}
+        default_factory=lambda: ["6x6-2p-2f"],
+        metadata={"help": "training scenarios; 'env:scenario' (e.g. 'rware:tiny-2ag') mixes environments."},
     )
     tiers: list[str] = field(
         default_factory=lambda: ["good", "medium", "poor"], metadata={"help": "quality tiers."}
@@ -41,8 +55,13 @@ class SFTRunConfig:
         default="scratch",
         metadata={
             "help": "'scratch' (small Llama from config + tokenizer trained on the dialogues), "
-            "'builtin:<name>', a local path or a hub id."
+            "'builtin:<name>', a local path (e.g. a SmolLM2-135M-Instruct directory), a pulled model name "
+            "(`latentworks models pull smollm2-135m-instruct`) or a hub id."
         },
+    )
+    dtype: str = field(
+        default="auto",
+        metadata={"help": "'auto' (bf16 on a bf16 GPU, fp16 on other GPUs, fp32 on CPU), 'float32', ..."},
     )
     hidden_size: int = field(default=128, metadata={"help": "scratch model width."})
     num_hidden_layers: int = field(default=4, metadata={"help": "scratch model depth."})
@@ -61,7 +80,17 @@ class SFTRunConfig:
         default=False, metadata={"help": "train a LoRA adapter (peft) instead of all weights."}
     )
     lora_r: int = 8
+    lora_layers: int = field(
+        default=0,
+        metadata={
+            "help": "LoRA on the top k decoder layers only (0 = all): backward stops below them (CPU)."
+        },
+    )
     seed: int = 0
+
+
+GRPO_LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo")
+RETURN_REWARDS = ("model", "none", "online")
 
 
 @dataclass
@@ -70,16 +99,41 @@ class GRPORunConfig:
     num_generations: int = 8
     batch_size: int = 16  # prompts x generations per step must be divisible by num_generations
     learning_rate: float = 2e-4
-    beta: float = field(default=0.0, metadata={"help": "KL to the SFT model; 0 loads no reference model."})
+    loss_type: str = field(
+        default="grpo",
+        metadata={
+            "help": "TRL loss: 'grpo' (Shao et al. 2024, per-sequence mean), 'dr_grpo', 'dapo', 'bnpo'."
+        },
+    )
+    beta: float = field(
+        default=0.04,
+        metadata={"help": "KL to the SFT (reference) model; 0.04 is the GRPO paper's value, 0 loads none."},
+    )
     temperature: float = 1.0
     max_completion_length: int = 4
-    # weights of format, legality, agreement, short-horizon env return
+    # weights of format, legality, agreement, return
     reward_weights: list[float] = field(default_factory=lambda: [0.5, 1.0, 1.0, 0.5])
-    env_horizon: int = field(
-        default=3, metadata={"help": "steps of the short-horizon return reward (0 = off)."}
+    return_reward: str = field(
+        default="model",
+        metadata={
+            "help": "'model' (offline: return model fit on the dataset), 'none', or 'online' (replays "
+            "logged states in the simulator with the scripted expert: NOT offline, comparison only)."
+        },
     )
-    tiers: list[str] = field(default_factory=lambda: ["good", "medium", "poor"])
+    agreement_tiers: list[str] = field(
+        default_factory=lambda: ["good"],
+        metadata={"help": "tiers whose actions the agreement reward targets."},
+    )
+    return_gamma: float = 0.95
+    env_horizon: int = field(default=3, metadata={"help": "steps of the online return reward."})
+    tiers: list[str] = field(default_factory=lambda: ["good", "medium"], metadata={"help": "prompt tiers."})
     max_prompts: int = 2000
+    lora: bool = field(default=False, metadata={"help": "train a LoRA adapter on the SFT model (peft)."})
+    lora_r: int = 8
+    lora_layers: int = field(default=0, metadata={"help": "as `sft.lora_layers`."})
+    use_vllm: bool = field(
+        default=False, metadata={"help": "TRL's vLLM generation (GPU, `pip install trl[vllm]`)."}
+    )
     seed: int = 0
 
 
@@ -87,9 +141,20 @@ class GRPORunConfig:
 class EvalConfig:
     scenarios: list[str] = field(default_factory=lambda: ["6x6-2p-2f"])
     zero_shot_scenarios: list[str] = field(default_factory=list, metadata={"help": "unseen scenarios."})
-    episodes: int = 20
-    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    episodes: int = field(
+        default=32, metadata={"help": "evaluation episodes per trained model (same start states for all)."}
+    )
+    seeds: list[int] = field(
+        default_factory=lambda: [0], metadata={"help": "start-state groups; episodes x seeds per model."}
+    )
     max_new_tokens: int = 4
+    prompted_episodes: int = field(
+        default=0, metadata={"help": "episodes for the prompted (un-finetuned) LM; 0 = `episodes`."}
+    )
+    zero_shot_episodes: int = field(
+        default=0, metadata={"help": "episodes per trained model on zero-shot scenarios; 0 = `episodes`."}
+    )
+    bootstrap_reps: int = field(default=2000, metadata={"help": "stratified-bootstrap resamples (rliable)."})
 
 
 @dataclass
@@ -97,17 +162,29 @@ class BaselineConfig:
     tiers: list[str] = field(
         default_factory=lambda: ["good", "medium"], metadata={"help": "same as SFT by default."}
     )
+    methods: list[str] = field(
+        default_factory=lambda: ["bc", "cql", "qmix_cql", "cfcql"],
+        metadata={"help": "bc, cql (independent), qmix_cql (QMIX + joint CQL), cfcql (counterfactual CQL)."},
+    )
     bc_epochs: int = 30
     cql_steps: int = 3000
+    marl_steps: int = field(default=2000, metadata={"help": "gradient steps of qmix_cql and cfcql."})
     cql_alpha: float = 1.0
     gamma: float = 0.95
     hidden: int = 64
     seed: int = 0
 
 
+BASELINE_METHODS = ("bc", "cql", "qmix_cql", "cfcql")
+
+
 @dataclass
 class DLMConfig:
     run_dir: str = "runs/dlm"
+    train_seeds: list[int] = field(
+        default_factory=lambda: [0],
+        metadata={"help": "training seeds of every method (SFT, GRPO, baselines)."},
+    )
     data: DataConfig = field(default_factory=DataConfig)
     sft: SFTRunConfig = field(default_factory=SFTRunConfig)
     grpo: GRPORunConfig = field(default_factory=GRPORunConfig)
@@ -119,8 +196,15 @@ class DLMConfig:
         from finetune.dlm.policies import TIER_EPS
 
         p = []
-        if self.data.env not in ENV_NAMES:
-            p.append(f"`data.env`={self.data.env!r} is unknown (choose from {ENV_NAMES})")
+        named = [self.data.env] + [
+            split_scenario(self.data.env, sc)[0]
+            for sc in self.data.scenarios + self.eval.scenarios + self.eval.zero_shot_scenarios
+        ]
+        for env in sorted(set(named)):
+            if env not in ENV_NAMES:
+                p.append(
+                    f"environment {env!r} (in `data.env` or a scenario) is unknown (choose from {ENV_NAMES})"
+                )
         if not self.data.scenarios:
             p.append("`data.scenarios` is empty")
         for name, tiers in (
@@ -155,11 +239,36 @@ class DLMConfig:
             p.append(f"`sft.teammate_prob` must be in [0, 1], got {self.sft.teammate_prob}")
         if not self.eval.seeds:
             p.append("`eval.seeds` is empty")
+        if not self.train_seeds or len(set(self.train_seeds)) != len(self.train_seeds):
+            p.append(f"`train_seeds`={self.train_seeds} must be a non-empty list of distinct seeds")
+        g = self.grpo
+        if g.loss_type not in GRPO_LOSS_TYPES:
+            p.append(f"`grpo.loss_type`={g.loss_type!r} must be one of {GRPO_LOSS_TYPES}")
+        if g.beta < 0:
+            p.append(f"`grpo.beta` must be >= 0, got {g.beta}")
+        if g.return_reward not in RETURN_REWARDS:
+            p.append(f"`grpo.return_reward`={g.return_reward!r} must be one of {RETURN_REWARDS}")
+        noisy = sorted({"poor", "random"} & set(g.agreement_tiers))
+        if noisy or not g.agreement_tiers:
+            p.append(
+                f"`grpo.agreement_tiers`={g.agreement_tiers}: agreement must target good behaviour, not the "
+                f"mostly random {noisy} tier(s); use e.g. [good] or [good, medium]"
+            )
+        bad = [m for m in self.baselines.methods if m not in BASELINE_METHODS]
+        if bad:
+            p.append(f"`baselines.methods` has unknown {bad}; choose from {BASELINE_METHODS}")
+        if self.sft.dtype not in ("auto", "float32", "bfloat16", "float16"):
+            p.append(f"`sft.dtype`={self.sft.dtype!r} must be auto, float32, bfloat16 or float16")
         if p:
             raise ValueError("invalid DLM config:\n  - " + "\n  - ".join(p))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def envs(self) -> list[str]:
+        """The environments of the training scenarios, in first-seen order."""
+        seen = [split_scenario(self.data.env, sc)[0] for sc in self.data.scenarios]
+        return list(dict.fromkeys(seen))
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> DLMConfig:

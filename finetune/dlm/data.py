@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from finetune.dlm.config import DataConfig
+from finetune.dlm.config import DataConfig, split_scenario
 from finetune.dlm.envs import make_env
 from finetune.dlm.policies import ScriptedPolicy
 
@@ -120,7 +120,8 @@ def generate_dataset(cfg: DataConfig, out_dir: str | Path) -> dict[str, Any]:
         for si, scenario in enumerate(cfg.scenarios):
             for ti, tier in enumerate(cfg.tiers):
                 seed = cfg.seed * 1000 + si * 10 + ti
-                r, s = collect_episodes(cfg.env, scenario, tier, cfg.episodes_per_tier, seed, progress=bar)
+                env_name, name = split_scenario(cfg.env, scenario)
+                r, s = collect_episodes(env_name, name, tier, cfg.episodes_per_tier, seed, progress=bar)
                 rows += r
                 summaries[(scenario, tier)] = s
     Dataset.from_list(rows).save_to_disk(str(out / "trajectories"))

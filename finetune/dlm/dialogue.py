@@ -19,6 +19,7 @@ import random
 from typing import Any
 
 from finetune.dlm.envs import LBF_ACTIONS, MPE_ACTIONS
+from finetune.dlm.envs_rware import RWARE_ACTIONS
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -27,6 +28,7 @@ __all__ = [
     "execution_prompt",
     "parse_action",
     "parse_legal",
+    "parse_rware_observation",
     "render_action",
     "render_observation",
     "system_prompt",
@@ -35,9 +37,9 @@ __all__ = [
 
 SCHEMA_VERSION = "dlm-dialogue/1"
 
-_ACTIONS = {"lbforaging": LBF_ACTIONS, "mpe": MPE_ACTIONS}
+_ACTIONS = {"lbforaging": LBF_ACTIONS, "mpe": MPE_ACTIONS, "rware": RWARE_ACTIONS}
 # Short on purpose: the system turn is in every prompt and its tokens dominate CPU prefill time.
-_DESCRIPTIONS = {"lbforaging": "a foraging agent", "mpe": "a spread agent"}
+_DESCRIPTIONS = {"lbforaging": "a foraging agent", "mpe": "a spread agent", "rware": "a warehouse robot"}
 
 
 def action_names(env_name: str) -> tuple[str, ...]:
@@ -88,6 +90,51 @@ def _mpe_offset(o: dict[str, float]) -> str:
     return f"x {o['dx']:+.1f} y {o['dy']:+.1f}"
 
 
+def _rware_text(obs: dict[str, Any]) -> str:
+    if obs["carrying"]:
+        load = "carrying a requested shelf" if obs["carrying_requested"] else "carrying a delivered shelf"
+    else:
+        load = "under a shelf" if obs["under_shelf"] else "empty"
+    spots = {
+        k: "; ".join(_lbf_offset(o["dr"], o["dc"]) for o in obs[k]) or "none seen"
+        for k in obs
+        if k in _RWARE_LISTS
+    }
+    return (
+        f"you: facing {obs['heading']}, {load}\nrequested: {spots['requested']}\ngoals: {spots['goals']}\n"
+        f"agents: {spots['agents']}"
+    )
+
+
+_RWARE_LISTS = ("requested", "goals", "agents")
+
+
+def _parse_offset(text: str) -> dict[str, int]:
+    dr = dc = 0
+    words = text.split()
+    for n, word in zip(words[::2], words[1::2]):
+        k = int(n)
+        dr, dc = (dr + k, dc) if word == "south" else (dr - k, dc) if word == "north" else (dr, dc)
+        dc = dc + k if word == "east" else dc - k if word == "west" else dc
+    return {"dr": dr, "dc": dc}
+
+
+def parse_rware_observation(text: str) -> dict[str, Any]:
+    """The inverse of `render_observation` for rware (used to check that the text loses nothing)."""
+    lines = dict(line.split(": ", 1) for line in str(text).splitlines() if ": " in line)
+    heading, _, load = lines["you"].removeprefix("facing ").partition(", ")
+    obs: dict[str, Any] = {
+        "heading": heading,
+        "carrying": load.startswith("carrying"),
+        "carrying_requested": load == "carrying a requested shelf",
+        "under_shelf": load == "under a shelf",
+    }
+    for key in _RWARE_LISTS:
+        val = lines[key]
+        obs[key] = [] if val == "none seen" else [_parse_offset(p) for p in val.split("; ")]
+    return obs
+
+
 def render_observation(env_name: str, obs: dict[str, Any], legal: list[int]) -> str:
     """One agent's local observation and legal actions as the user turn."""
     names = action_names(env_name)
@@ -102,6 +149,8 @@ def render_observation(env_name: str, obs: dict[str, Any], legal: list[int]) -> 
             or "none seen"
         )
         return f"you: level {obs['level']}\nfood: {foods}\nagents: {mates}\n{legal_txt}"
+    if env_name == "rware":
+        return _rware_text(obs) + f"\n{legal_txt}"
     marks = "; ".join(_mpe_offset(o) for o in obs["landmarks"]) or "none"
     mates = "; ".join(_mpe_offset(o) for o in obs["agents"]) or "none"
     vx, vy = obs["vel"]
@@ -179,6 +228,7 @@ def to_samples(
                     "action": int(action),
                     "joint_actions": list(row["actions"]),
                     "state": row["state"],
+                    "obs": row["obs"][i],
                     "tier": row["tier"],
                     "schema_version": SCHEMA_VERSION,
                 }

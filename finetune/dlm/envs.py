@@ -11,6 +11,7 @@ Environments:
   `10x10-3p-3f-2s` (partial observability, sight 2).
 - `mpe`: Multi-Particle Environment `simple_spread` (`mpe2` 1.1), scenarios `spread-<N>` for N agents
   and N landmarks, discrete actions.
+- `rware`: Multi-Robot Warehouse (`rware` 2.0), scenarios `tiny-2ag`, `small-4ag-hard`, ... (`envs_rware.py`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 
 __all__ = ["ENV_NAMES", "IllegalActionError", "LBFEnv", "MPESpreadEnv", "MultiAgentEnv", "make_env"]
 
-ENV_NAMES = ("lbforaging", "mpe")
+ENV_NAMES = ("lbforaging", "mpe", "rware")
 
 LBF_ACTIONS = ("none", "north", "south", "west", "east", "load")
 MPE_ACTIONS = ("stay", "left", "right", "down", "up")  # mpe2 discrete order: no-op, -x, +x, -y, +y
@@ -311,9 +312,13 @@ def _check_actions(env: MultiAgentEnv, actions: list[int]) -> None:
 
 
 def make_env(env_name: str, scenario: str) -> MultiAgentEnv:
-    """An adapter for `env_name` ('lbforaging' or 'mpe') and one of its scenarios."""
+    """An adapter for `env_name` ('lbforaging', 'mpe' or 'rware') and one of its scenarios."""
     if env_name == "lbforaging":
         return LBFEnv(scenario)
     if env_name == "mpe":
         return MPESpreadEnv(scenario)
+    if env_name == "rware":
+        from finetune.dlm.envs_rware import RwareEnv
+
+        return RwareEnv(scenario)
     raise ValueError(f"unknown environment {env_name!r}: choose one of {ENV_NAMES}.")

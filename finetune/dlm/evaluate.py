@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -47,6 +47,8 @@ class EvalStats:
     decisions: int
     unparseable: int
     illegal: int
+    returns: list[float] = field(default_factory=list)  # per episode, in start-state order
+    wins: list[bool] = field(default_factory=list)
 
     @property
     def invalid_rate(self) -> float:
@@ -54,28 +56,64 @@ class EvalStats:
 
 
 class LMPolicy:
-    """A `LatentModel` prompted with the execution prompt (local observation only), greedy decoding."""
+    """A `LatentModel` prompted with the execution prompt (local observation only), greedy decoding.
+
+    Decisions are memoised per prompt (greedy decoding is deterministic in it). Policies built on the same
+    model can share `cache`: a constrained policy then reuses the free decode of a prompt whenever it is
+    exactly a legal action word, since greedy constrained decoding picks the same token at every step
+    when the unconstrained choice is allowed; only the other prompts are decoded again.
+    """
 
     def __init__(
-        self, lm, name: str, constrained: bool, max_new_tokens: int = 4, batch_size: int = 64
+        self,
+        lm,
+        name: str,
+        constrained: bool,
+        max_new_tokens: int = 4,
+        batch_size: int = 64,
+        cache: dict[str, dict[tuple[str, str], str]] | None = None,
     ) -> None:
         self.lm, self.name, self.constrained = lm, name, constrained
         self.max_new_tokens, self.batch_size = max_new_tokens, batch_size
+        self.cache = cache if cache is not None else {"free": {}, "constrained": {}}
+
+    def _reuse_free(self, env_name: str, key: tuple[str, str], legal: list[int]) -> str | None:
+        from finetune.dlm.dialogue import action_names
+
+        text = self.cache["free"].get(key)
+        names = action_names(env_name)
+        return text if text in names and names.index(text) in legal else None
 
     def act(
         self, env_name: str, batch: list[tuple[dict[str, Any], list[int], int]]
     ) -> list[str | int | None]:
         from finetune.dlm.decoding import generate_actions
 
-        texts: list[str | int | None] = []
-        for i in range(0, len(batch), self.batch_size):
-            chunk = batch[i : i + self.batch_size]
-            prompts = [execution_prompt(env_name, o, lg) for o, lg, _ in chunk]
-            legal = [lg for _, lg, _ in chunk]
-            texts += generate_actions(
-                self.lm, env_name, prompts, legal, self.constrained, self.max_new_tokens
+        memo = self.cache["constrained" if self.constrained else "free"]
+        prompts = [execution_prompt(env_name, o, lg) for o, lg, _ in batch]
+        keys = [(env_name, p[-1]["content"]) for p in prompts]
+        todo = {}
+        for i, k in enumerate(keys):
+            if k in memo or k in todo:
+                continue
+            reused = self._reuse_free(env_name, k, batch[i][1]) if self.constrained else None
+            if reused is not None:
+                memo[k] = reused
+            else:
+                todo[k] = i
+        items = list(todo.items())
+        for j in range(0, len(items), self.batch_size):
+            chunk = items[j : j + self.batch_size]
+            texts = generate_actions(
+                self.lm,
+                env_name,
+                [prompts[i] for _, i in chunk],
+                [batch[i][1] for _, i in chunk],
+                self.constrained,
+                self.max_new_tokens,
             )
-        return texts
+            memo.update({k: t for (k, _), t in zip(chunk, texts)})
+        return [memo[k] for k in keys]
 
 
 def _to_action(env_name: str, proposal: Any) -> int | None:
@@ -157,6 +195,8 @@ def run_episodes(
             decisions=int(decisions[group == g].sum()),
             unparseable=int(unparseable[group == g].sum()),
             illegal=int(illegal[group == g].sum()),
+            returns=[float(v) for v in returns[group == g]],
+            wins=[bool(v) for v in won[group == g]],
         )
         for g in range(len(seeds))
     ]

@@ -1,8 +1,17 @@
-"""Stage 2: GRPO from the SFT model with `trl.GRPOTrainer` and the lightweight rewards of `rewards.py`.
+"""Stage 2: offline GRPO from the SFT model with `trl.GRPOTrainer` and the rewards of `rewards.py`.
 
 Prompts are execution-style (local observation only), since GRPO's job here is robustness of what the
 policy emits at execution time: sampled completions that are unparseable or illegal get penalised
-relative to their group, which is how the invalid-action rate of free decoding is pushed down.
+relative to their group. Every reward is computed from the dataset alone (format, legality, agreement
+with good-tier actions, a return model fit on the logged trajectories); the simulator is never touched
+unless `return_reward=online` is asked for explicitly.
+
+Objective: the paper does not publish its GRPO settings, so the default is the original GRPO objective
+(Shao et al. 2024, DeepSeekMath): `loss_type="grpo"` (per-sequence token mean) with a KL penalty
+`beta=0.04` to the SFT model. TRL's own defaults (`dapo`, `beta=0`) are an ablation, not the default.
+
+GPU users: `use_vllm=True` switches TRL's sampling to vLLM (colocated, `pip install "trl[vllm]"`; TRL
+accepts vllm 0.22-0.31, which pins transformers < 5.18). CPU runs use the transformers generation path.
 """
 
 from __future__ import annotations
@@ -13,18 +22,17 @@ import random
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from finetune.dlm.config import GRPORunConfig
+from finetune.dlm.device import model_dtype, trainer_device_args
 from finetune.dlm.dialogue import SCHEMA_VERSION, check_schema
 from finetune.dlm.rewards import reward_functions
-from finetune.dlm.sft import check_chat_model, last_checkpoint, trainer_device_args
+from finetune.dlm.sft import check_chat_model, last_checkpoint, lora_config
 
-__all__ = ["grpo_dataset", "run_grpo"]
+__all__ = ["grpo_dataset", "run_grpo", "train_return_model"]
 
 logger = logging.getLogger(__name__)
 
-_COLUMNS = ("env", "scenario", "agent", "legal", "action", "joint_actions", "state")
+_COLUMNS = ("env", "scenario", "agent", "legal", "action", "joint_actions", "state", "obs", "tier")
 
 
 def grpo_dataset(samples: list[dict[str, Any]], max_prompts: int, seed: int = 0):
@@ -38,10 +46,27 @@ def grpo_dataset(samples: list[dict[str, Any]], max_prompts: int, seed: int = 0)
     return Dataset.from_list([{"prompt": s["prompt"], **{c: s[c] for c in _COLUMNS}} for s in picked])
 
 
+def train_return_model(cfg: GRPORunConfig, env_name: str, rows, out_dir: str | Path):
+    """Fit the offline return model on every logged trajectory (all tiers: coverage) and save it."""
+    from finetune.dlm.return_model import fit_return_model
+
+    model, stats = fit_return_model(env_name, rows, gamma=cfg.return_gamma, seed=cfg.seed)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save(out / "return_model.pt")
+    (out / "return_model.json").write_text(json.dumps(stats, indent=2))
+    return model
+
+
 def run_grpo(
-    cfg: GRPORunConfig, samples: list[dict[str, Any]], sft_dir: str | Path, run_dir: str | Path
+    cfg: GRPORunConfig,
+    samples: list[dict[str, Any]],
+    sft_dir: str | Path,
+    run_dir: str | Path,
+    return_model: Any = None,
+    dtype_name: str = "auto",
 ) -> dict[str, Any]:
-    """GRPO-train the model in `sft_dir`; save it to `run_dir/grpo`."""
+    """GRPO-train the model in `sft_dir`; save it (LoRA merged) to `run_dir/grpo`."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
@@ -49,9 +74,11 @@ def run_grpo(
     tok = AutoTokenizer.from_pretrained(str(sft_dir))
     check_chat_model(tok, str(sft_dir))
     tok.padding_side = "left"  # TRL's generation needs left padding
-    model = AutoModelForCausalLM.from_pretrained(str(sft_dir), dtype=torch.float32)
+    dtype = model_dtype(dtype_name)
+    model = AutoModelForCausalLM.from_pretrained(str(sft_dir), dtype=dtype)
     ds = grpo_dataset(samples, cfg.max_prompts, cfg.seed)
-    funcs = reward_functions(cfg.env_horizon)
+    funcs = reward_functions(cfg.return_reward, cfg.agreement_tiers, return_model, cfg.env_horizon)
+    peft_config = lora_config(model, cfg.lora_r, cfg.lora_layers) if cfg.lora else None
     out = run_dir / "grpo_checkpoints"
     args = GRPOConfig(
         output_dir=str(out),
@@ -60,9 +87,11 @@ def run_grpo(
         num_generations=cfg.num_generations,
         max_completion_length=cfg.max_completion_length,
         temperature=cfg.temperature,
+        loss_type=cfg.loss_type,
         beta=cfg.beta,
         learning_rate=cfg.learning_rate,
         reward_weights=cfg.reward_weights[: len(funcs)],
+        use_vllm=cfg.use_vllm,
         logging_steps=5,
         save_strategy="steps",
         save_steps=50,
@@ -70,16 +99,27 @@ def run_grpo(
         report_to=[],
         seed=cfg.seed,
         dataloader_num_workers=0,
-        **trainer_device_args(),
+        **trainer_device_args(dtype),
     )
-    trainer = GRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=ds, processing_class=tok)
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=funcs,
+        args=args,
+        train_dataset=ds,
+        processing_class=tok,
+        peft_config=peft_config,
+    )
     result = trainer.train(resume_from_checkpoint=last_checkpoint(out))
-    trainer.model.save_pretrained(run_dir / "grpo")
+    final = trainer.model.merge_and_unload() if cfg.lora else trainer.model
+    final.save_pretrained(run_dir / "grpo")
     tok.save_pretrained(run_dir / "grpo")
     history = [h for h in trainer.state.log_history if "reward" in h]
     metrics = {
         "train_loss": result.training_loss,
         "prompts": len(ds),
+        "loss_type": cfg.loss_type,
+        "beta": cfg.beta,
+        "return_reward": cfg.return_reward,
         "reward_first": history[0] if history else None,
         "reward_last": history[-1] if history else None,
         **result.metrics,

@@ -94,6 +94,10 @@ def expert_actions(env: MultiAgentEnv, rng: np.random.Generator | None = None) -
         return _lbf_expert(env, rng if rng is not None else np.random.default_rng(0))
     if isinstance(env, MPESpreadEnv):
         return _mpe_expert(env)
+    from finetune.dlm.envs_rware import RwareEnv, rware_expert
+
+    if isinstance(env, RwareEnv):
+        return rware_expert(env, rng if rng is not None else np.random.default_rng(0))
     raise ValueError(f"no scripted expert for environment {type(env).__name__}.")
 
 

@@ -1,4 +1,8 @@
-"""GRPO reward functions: format, legality, agreement with the dataset action, short-horizon env return.
+"""Offline GRPO reward functions: format, legality, agreement with good-tier actions, learned return.
+
+Everything here reads the GRPO dataset's columns (and a return model fit on the offline data) only: no
+simulator is built or stepped, which is what the offline setting requires. The one reward that replays
+states in the simulator lives in `rewards_online.py` and is opt-in (`grpo.return_reward=online`).
 
 TRL calls each as `f(prompts=..., completions=..., <dataset columns>=..., **kwargs)` with one entry per
 completion. A reward function must never raise inside a training step, so every per-sample score is
@@ -16,8 +20,6 @@ from typing import Any
 import numpy as np
 
 from finetune.dlm.dialogue import parse_action
-from finetune.dlm.envs import MultiAgentEnv, make_env
-from finetune.dlm.policies import expert_actions
 
 __all__ = [
     "MAX_COMPLETION_CHARS",
@@ -26,7 +28,8 @@ __all__ = [
     "completion_text",
     "format_reward",
     "legality_reward",
-    "make_env_return_reward",
+    "make_agreement_reward",
+    "make_return_model_reward",
     "reward_functions",
 ]
 
@@ -35,7 +38,7 @@ logger = logging.getLogger(__name__)
 PENALTY = -1.0
 MAX_COMPLETION_CHARS = 32  # an action word is < 8 characters; anything this long is rambling
 
-RewardFn = Callable[..., list[float]]
+RewardFn = Callable[..., list[float | None]]
 
 
 def completion_text(completion: Any) -> str | None:
@@ -98,71 +101,83 @@ def legality_reward(completions: Any = None, **kwargs: Any) -> list[float]:
     return _guarded(lambda k: 1.0 if acts[k] is not None and acts[k] in legal[k] else PENALTY, n)
 
 
-def agreement_reward(completions: Any = None, **kwargs: Any) -> list[float]:
-    """+1 when the parsed action equals the dataset (behaviour) action, 0 otherwise, `PENALTY` if unparseable."""
-    n = _n(completions)
-    acts, ref = _parsed(completions, _column(kwargs, "env", n)), _column(kwargs, "action", n)
+def make_agreement_reward(tiers: tuple[str, ...] | list[str] = ("good",)) -> RewardFn:
+    """+1 when the parsed action equals the dataset action of a sample from `tiers`, 0 when it differs.
 
-    def score(k: int) -> float:
-        if acts[k] is None:
-            return PENALTY
-        return 1.0 if acts[k] == int(ref[k]) else 0.0
-
-    return _guarded(score, n)
-
-
-def make_env_return_reward(horizon: int = 3) -> RewardFn:
-    """Short-horizon return of the completion's action relative to the dataset action, squashed to (-1, 1).
-
-    From the logged state, this agent plays the completion's action (then, for comparison, the logged
-    action), teammates their logged actions, then everyone follows the scripted expert for the rest of the
-    `horizon`. The score is tanh(R_completion - R_logged): centred on the behaviour policy and bounded, so
-    every legal completion scores above `PENALTY` whatever the environment's reward scale (MPE returns
-    are about -1 per step, LBF's are in [0, 1]). Unparseable or illegal completions get `PENALTY`.
+    Samples from other tiers score None (TRL leaves that reward out for them), so noisy behaviour
+    (the poor tier is 80% random actions) is never an imitation target. `PENALTY` when unparseable.
     """
-    if horizon < 1:
-        raise ValueError(f"`horizon` must be >= 1, got {horizon}.")
-    cache: dict[tuple[str, str], MultiAgentEnv] = {}
+    allowed = set(tiers)
 
-    def rollout(env: MultiAgentEnv, state: dict[str, Any], joint: list[int], seed: int) -> float:
-        env.set_state(state)
-        rng = np.random.default_rng(seed)
-        total, done = 0.0, False
-        for step in range(horizon):
-            if done:
-                break
-            rewards, done = env.step(joint if step == 0 else expert_actions(env, rng))
-            total += env.team_reward(rewards)
-        return total
+    def agreement_reward(completions: Any = None, **kwargs: Any) -> list[float | None]:
+        n = _n(completions)
+        acts, ref = _parsed(completions, _column(kwargs, "env", n)), _column(kwargs, "action", n)
+        tier = kwargs.get("tier")
+        tier = list(tier) if isinstance(tier, (list, tuple)) and len(tier) == n else [None] * n
 
-    def env_return_reward(completions: Any = None, **kwargs: Any) -> list[float]:
+        def score(k: int) -> float:
+            if acts[k] is None:
+                return PENALTY
+            return 1.0 if acts[k] == int(ref[k]) else 0.0
+
+        out: list[float | None] = list(_guarded(score, n))
+        for k in range(n):
+            if tier[k] is not None and tier[k] not in allowed and acts[k] is not None:
+                out[k] = None
+        return out
+
+    return agreement_reward
+
+
+agreement_reward = make_agreement_reward(("good", "medium", "poor", "random"))  # every tier: plain agreement
+
+
+def make_return_model_reward(model) -> RewardFn:
+    """tanh of the return model's advantage of the completion's action; `PENALTY` if unparseable or illegal.
+
+    `model` is a `return_model.ReturnModel` fit on the offline data (or a dict of them by environment):
+    Q(o, a) - mean over legal actions,
+    in units of the return-to-go standard deviation, squashed to (-1, 1) so every legal action scores
+    above the penalty whatever the environment's reward scale.
+    """
+
+    def return_model_reward(completions: Any = None, **kwargs: Any) -> list[float]:
         n = _n(completions)
         envs = _column(kwargs, "env", n)
         acts = _parsed(completions, envs)
-        cols = {c: _column(kwargs, c, n) for c in ("scenario", "state", "joint_actions", "agent", "legal")}
+        obs, legal = _column(kwargs, "obs", n), _column(kwargs, "legal", n)
 
         def score(k: int) -> float:
-            if acts[k] is None or acts[k] not in cols["legal"][k]:
+            if acts[k] is None or acts[k] not in legal[k]:
                 return PENALTY
-            key = (envs[k], cols["scenario"][k])
-            if key not in cache:
-                cache[key] = make_env(*key)
-                cache[key].reset(0)
-            state = json.loads(cols["state"][k])
-            logged = list(cols["joint_actions"][k])
-            mine = list(logged)
-            mine[int(cols["agent"][k])] = acts[k]
-            gain = rollout(cache[key], state, mine, k) - rollout(cache[key], state, logged, k)
-            return float(np.tanh(gain))
+            m = model[envs[k]] if isinstance(model, dict) else model
+            return float(np.tanh(m.advantage(json.loads(obs[k]), list(legal[k]), acts[k])))
 
         return _guarded(score, n)
 
-    return env_return_reward
+    return return_model_reward
 
 
-def reward_functions(env_horizon: int = 3) -> list[RewardFn]:
-    """The four GRPO rewards in `GRPORunConfig.reward_weights` order; env return is omitted when horizon is 0."""
-    funcs: list[RewardFn] = [format_reward, legality_reward, agreement_reward]
-    if env_horizon > 0:
+def reward_functions(
+    return_reward: str = "model",
+    agreement_tiers: tuple[str, ...] | list[str] = ("good",),
+    return_model: Any = None,
+    env_horizon: int = 3,
+) -> list[RewardFn]:
+    """The GRPO rewards in `GRPORunConfig.reward_weights` order: format, legality, agreement, return.
+
+    `return_reward`: 'model' (offline: the fitted `return_model`), 'none' (three rewards), or 'online'
+    (replays logged states in the simulator: not offline, opt-in only).
+    """
+    funcs: list[RewardFn] = [format_reward, legality_reward, make_agreement_reward(agreement_tiers)]
+    if return_reward == "model":
+        if return_model is None:
+            raise ValueError("`return_reward=model` needs a return model fit on the offline data.")
+        funcs.append(make_return_model_reward(return_model))
+    elif return_reward == "online":
+        from finetune.dlm.rewards_online import make_env_return_reward
+
         funcs.append(make_env_return_reward(env_horizon))
+    elif return_reward != "none":
+        raise ValueError(f"`return_reward` must be 'model', 'none' or 'online', got {return_reward!r}.")
     return funcs

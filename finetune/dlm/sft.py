@@ -2,7 +2,8 @@
 
 Samples are prompt/completion pairs (prompt = system + optional teammates' turns + this agent's local
 observation; completion = the action word), so TRL masks the prompt without template markers.
-The base model is any causal LM with a chat template, or `scratch`: a small Llama initialised from a
+The base model is any causal LM with a chat template (e.g. SmolLM2-135M-Instruct, trained with a LoRA
+adapter that is merged on save), or `scratch`: a small Llama initialised from a
 config with a byte-level BPE chat tokenizer trained on the dialogue text (`latent.tokenizer`).
 """
 
@@ -17,25 +18,21 @@ from typing import Any
 import torch
 
 from finetune.dlm.config import SFTRunConfig
+from finetune.dlm.device import model_dtype, trainer_device_args
 from finetune.dlm.dialogue import SCHEMA_VERSION, check_schema
 
 __all__ = [
     "build_scratch_model",
+    "build_sft_trainer",
     "check_chat_model",
     "last_checkpoint",
+    "lora_config",
     "prepare_base_model",
     "run_sft",
     "trainer_device_args",
 ]
 
 logger = logging.getLogger(__name__)
-
-
-def trainer_device_args() -> dict[str, Any]:
-    """TRL defaults to bf16; on CPU that either fails or runs 6-26x slower, so force fp32 there."""
-    if torch.cuda.is_available():
-        return {"bf16": torch.cuda.is_bf16_supported()}
-    return {"use_cpu": True, "bf16": False}
 
 
 def last_checkpoint(output_dir: str | Path) -> str | None:
@@ -108,8 +105,27 @@ def prepare_base_model(cfg: SFTRunConfig, samples: list[dict[str, Any]], run_dir
     return path
 
 
-def run_sft(cfg: SFTRunConfig, samples: list[dict[str, Any]], run_dir: str | Path) -> dict[str, Any]:
-    """Train on `samples` (from `dialogue.to_samples`); save the (merged) model to `run_dir/sft`."""
+def lora_config(model, r: int, top_layers: int = 0):
+    """LoRA on every linear layer, or on the top `top_layers` decoder layers only (cheaper backward)."""
+    from peft import LoraConfig
+
+    kwargs: dict[str, Any] = {}
+    n_layers = int(getattr(model.config, "num_hidden_layers", 0))
+    if top_layers:
+        if not 0 < top_layers <= n_layers:
+            raise ValueError(f"`lora_layers`={top_layers} must be in 1..{n_layers} for this model (0 = all).")
+        kwargs = {
+            "layers_to_transform": list(range(n_layers - top_layers, n_layers)),
+            "layers_pattern": "layers",
+        }
+        targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    else:
+        targets = "all-linear"
+    return LoraConfig(r=r, lora_alpha=2 * r, target_modules=targets, task_type="CAUSAL_LM", **kwargs)
+
+
+def build_sft_trainer(cfg: SFTRunConfig, samples: list[dict[str, Any]], run_dir: str | Path):
+    """The `trl.SFTTrainer` of `run_sft` (prompt/completion data, completion-only loss), and its base path."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
@@ -121,26 +137,22 @@ def run_sft(cfg: SFTRunConfig, samples: list[dict[str, Any]], run_dir: str | Pat
     base = prepare_base_model(cfg, samples, run_dir)
     tok = AutoTokenizer.from_pretrained(base)
     check_chat_model(tok, base)
-    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+    dtype = model_dtype(cfg.dtype)
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype)
     ds = Dataset.from_list([{"prompt": s["prompt"], "completion": s["completion"]} for s in samples]).shuffle(
         cfg.seed
     )
-    peft_config = None
-    if cfg.lora:
-        from peft import LoraConfig
-
-        peft_config = LoraConfig(
-            r=cfg.lora_r, lora_alpha=2 * cfg.lora_r, target_modules="all-linear", task_type="CAUSAL_LM"
-        )
-    out = run_dir / "sft_checkpoints"
+    peft_config = lora_config(model, cfg.lora_r, cfg.lora_layers) if cfg.lora else None
     args = SFTConfig(
-        output_dir=str(out),
+        output_dir=str(run_dir / "sft_checkpoints"),
         num_train_epochs=cfg.epochs,
         per_device_train_batch_size=cfg.batch_size,
+        per_device_eval_batch_size=cfg.batch_size,
         learning_rate=cfg.learning_rate,
         lr_scheduler_type="cosine",
         warmup_steps=cfg.warmup_steps,
         max_length=cfg.max_length,
+        completion_only_loss=True,  # the loss covers the action tokens only, never the observation
         logging_steps=20,
         save_strategy="steps",
         save_steps=100,
@@ -148,17 +160,40 @@ def run_sft(cfg: SFTRunConfig, samples: list[dict[str, Any]], run_dir: str | Pat
         report_to=[],
         seed=cfg.seed,
         dataloader_num_workers=0,
-        **trainer_device_args(),
+        **trainer_device_args(dtype),
     )
     trainer = SFTTrainer(
-        model=model, args=args, train_dataset=ds, processing_class=tok, peft_config=peft_config
+        model=model,
+        args=args,
+        train_dataset=ds,
+        eval_dataset=ds,
+        processing_class=tok,
+        peft_config=peft_config,
     )
-    result = trainer.train(resume_from_checkpoint=last_checkpoint(out))
+    return trainer, base
+
+
+def run_sft(cfg: SFTRunConfig, samples: list[dict[str, Any]], run_dir: str | Path) -> dict[str, Any]:
+    """Train on `samples` (from `dialogue.to_samples`); save the (merged) model to `run_dir/sft`."""
+    run_dir = Path(run_dir)
+    trainer, base = build_sft_trainer(cfg, samples, run_dir)
+    tok = trainer.processing_class
+    result = trainer.train(resume_from_checkpoint=last_checkpoint(run_dir / "sft_checkpoints"))
     final = trainer.model
     if cfg.lora:
         final = final.merge_and_unload()
     final.save_pretrained(run_dir / "sft")
     tok.save_pretrained(run_dir / "sft")
-    metrics = {"train_loss": result.training_loss, "samples": len(ds), "base": base, **result.metrics}
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    metrics = {
+        "train_loss": result.training_loss,
+        "loss_first": losses[0] if losses else None,
+        "loss_last": losses[-1] if losses else None,
+        "samples": len(trainer.train_dataset),
+        "base": base,
+        "dtype": str(model_dtype(cfg.dtype)),
+        "lora": cfg.lora,
+        **result.metrics,
+    }
     (run_dir / "sft" / "dlm_sft.json").write_text(json.dumps(metrics, indent=2, default=str))
     return metrics

@@ -120,14 +120,23 @@ def test_mini_sft_then_grpo_on_a_tiny_model(samples, tmp_path):
     )
     changed = [k for k in before if not torch.equal(before[k], after[k])]
     assert changed == list(before)
-    gcfg = GRPORunConfig(max_steps=1, num_generations=4, batch_size=8, max_prompts=8, env_horizon=2)
+    # offline GRPO with the paper-style objective (loss "grpo", KL beta 0.04 to the SFT model) and LoRA
+    from finetune.dlm.return_model import fit_return_model
+
+    rows, _ = collect_episodes("lbforaging", "5x5-2p-1f", "good", episodes=2, seed=0)
+    model, _ = fit_return_model("lbforaging", rows, epochs=2)
+    gcfg = GRPORunConfig(max_steps=1, num_generations=4, batch_size=8, max_prompts=8, lora=True)
+    assert (gcfg.loss_type, gcfg.beta, gcfg.return_reward) == ("grpo", 0.04, "model")
     execution = [s for s in samples if s["prompt"][1]["role"] == "user"]
-    gm = run_grpo(gcfg, execution, tmp_path / "sft", tmp_path)
+    gm = run_grpo(gcfg, execution, tmp_path / "sft", tmp_path, return_model=model)
     logged = gm["reward_last"]
     assert all(
-        f"rewards/{f}/mean" in logged for f in ("format_reward", "legality_reward", "agreement_reward")
+        f"rewards/{f}/mean" in logged
+        for f in ("format_reward", "legality_reward", "agreement_reward", "return_model_reward")
     )
-    assert json.loads((tmp_path / "grpo" / "dlm_grpo.json").read_text())["prompts"] == 8
+    saved = json.loads((tmp_path / "grpo" / "dlm_grpo.json").read_text())
+    assert saved["prompts"] == 8 and saved["loss_type"] == "grpo" and saved["beta"] == 0.04
+    assert not (tmp_path / "grpo" / "adapter_config.json").exists()  # LoRA merged into a plain checkpoint
 
 
 def test_sft_with_lora_saves_a_merged_model(samples, tmp_path):
@@ -156,3 +165,56 @@ def test_sft_with_lora_saves_a_merged_model(samples, tmp_path):
     key = next(k for k in before if k.endswith("q_proj.weight"))
     assert not torch.equal(before[key], after[key])
     assert torch.equal(before["model.embed_tokens.weight"], after["model.embed_tokens.weight"])
+
+
+def _tiny_sft_cfg(**kw) -> SFTRunConfig:
+    base = dict(
+        hidden_size=32, num_hidden_layers=1, vocab_size=300, batch_size=16, max_length=256, warmup_steps=0
+    )
+    return SFTRunConfig(**(base | kw))
+
+
+def test_sft_loss_covers_only_the_completion_tokens(samples, tmp_path):
+    """Every label outside the assistant's action (+ end of turn) is masked; the action tokens are not."""
+    from finetune.dlm.sft import build_sft_trainer
+
+    trainer, _ = build_sft_trainer(_tiny_sft_cfg(epochs=1), samples[:16], tmp_path)
+    tok = trainer.processing_class
+    batch = next(iter(trainer.get_train_dataloader()))
+    actions = {s["completion"][0]["content"] for s in samples}
+    for ids, labels in zip(batch["input_ids"], batch["labels"]):
+        kept = ids[labels != -100].tolist()
+        assert kept and tok.eos_token_id in kept
+        text = tok.decode(kept, skip_special_tokens=True).strip()
+        assert text in actions, text  # exactly one action word: no observation or system token is trained
+        assert (labels != -100).sum() < 0.25 * (ids != tok.pad_token_id).sum()
+
+
+def test_tiny_sft_lowers_the_loss_and_raises_agreement_with_the_behaviour_actions(tmp_path):
+    """On a tiny random model: completion loss on its data falls and greedy actions match the data more."""
+    from finetune.dlm.decoding import generate_actions
+    from finetune.dlm.sft import build_sft_trainer
+    from latent.loading import load_model
+
+    rows, _ = collect_episodes("lbforaging", "5x5-2p-1f", "good", episodes=6, seed=5)
+    data = to_samples(rows, teammate_prob=0.0)[:96]
+
+    def agreement(path) -> float:
+        lm = load_model(str(path), device="cpu", realign="identity")
+        texts = generate_actions(
+            lm, "lbforaging", [s["prompt"] for s in data], [s["legal"] for s in data], True
+        )
+        return sum(parse_action("lbforaging", t) == s["action"] for t, s in zip(texts, data)) / len(data)
+
+    trainer, base = build_sft_trainer(
+        _tiny_sft_cfg(epochs=6, learning_rate=3e-3, hidden_size=64), data, tmp_path
+    )
+    loss_before = trainer.evaluate()["eval_loss"]
+    agree_before = agreement(base)
+    trainer.train()
+    loss_after = trainer.evaluate()["eval_loss"]
+    trainer.model.save_pretrained(tmp_path / "sft")
+    trainer.processing_class.save_pretrained(tmp_path / "sft")
+    agree_after = agreement(tmp_path / "sft")
+    assert loss_after < 0.7 * loss_before, (loss_before, loss_after)
+    assert agree_after > agree_before + 0.1, (agree_before, agree_after)

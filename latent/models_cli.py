@@ -11,8 +11,15 @@ import argparse
 import json
 import sys
 
-from latent.catalogue import CATALOGUE, cache_dir, catalogue_entry, is_pulled, model_dir
-from latent.loading import BUILTIN_PREFIX, list_builtin_models
+from latent.catalogue import (
+    BUILTIN_PREFIX,
+    CATALOGUE,
+    cache_dir,
+    catalogue_entry,
+    is_pulled,
+    list_builtin_models,
+    model_dir,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -55,13 +55,9 @@ HELP = [
     ["dlm", "--help"],
     ["family", "--help"],
     *[["family", name, "--help"] for name in list_families()],
-    pytest.param(
-        ["models", "--help"],
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="latent/models_cli.py imports latent.loading (torch) at module level",
-        ),
-    ),
+    ["models", "--help"],
+    ["models"],
+    ["models", "path", "--help"],
 ]
 
 

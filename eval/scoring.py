@@ -146,6 +146,9 @@ def _phrase_answer(rest: str) -> tuple[str | None, str]:
             return None, "negated"
         line = fix.group(1)
     ans = _clip_answer(line)
+    nested = re.search(r".*\b(?:is|equals|was)\b|.*[=:]", ans)  # "final answer to the problem is 4"
+    if nested and normalize_number(ans) is None and _numeric(ans[nested.end() :]):
+        ans = ans[nested.end() :].strip()
     hedge = _HEDGE_NUM_RE.fullmatch(ans)
     if hedge:
         a, b = (hedge.group(1), hedge.group(2)) if hedge.group(1) else (hedge.group(3), hedge.group(4))

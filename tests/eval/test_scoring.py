@@ -211,3 +211,19 @@ def test_score_never_raises_on_bad_input():
     assert not not_str.correct and "not a str" in not_str.detail
     no_tests = score(Item("x", "q", "", "code", entry_point="f"), "```python\ndef f():\n    pass\n```")
     assert not no_tests.correct and "no `tests`" in no_tests.detail
+
+
+@pytest.mark.parametrize(
+    "text, gold",
+    [
+        ("The final answer to the given arithmetic problem is -4.", "-4"),
+        ("The answer to 12 - 5 is 7 apples.", "7"),
+        ("So the final answer for this problem: 15", "15"),
+    ],
+)
+def test_answer_phrase_with_words_before_the_value(text, gold):
+    """'final answer to <what> is X': the value after the inner 'is', not the whole phrase."""
+    from eval.scoring import extract_math_answer, math_equal
+
+    ans, how = extract_math_answer(text)
+    assert how == "phrase" and math_equal(ans, gold), (ans, how)

@@ -23,6 +23,7 @@ from probes.behaviour import (
     strip_scratchpad,
     sycophancy_rate,
 )
+from probes.config import EXPERIMENTS, ProbeConfig
 from probes.data import (
     ACCEPT,
     REJECT,
@@ -46,8 +47,10 @@ from probes.directions import (
     split_half_cosine,
     tpr_at_fpr,
 )
-from probes.experiments import EXPERIMENTS, ProbeConfig, run_experiment
+from probes.elicit import elicit_items, elicited_p_eval
+from probes.experiments import run_experiment
 from probes.organisms import expected_comply, expected_sycophantic, organism_examples, train_lora
+from probes.stats import cluster_bootstrap, decide, paired_effect
 from probes.steering import SteerSpec, generate_texts, perplexity, random_like, reply_logprob, sweep
 
 __all__ = [
@@ -62,6 +65,11 @@ __all__ = [
     "SteerSpec",
     "af_scenarios",
     "auroc",
+    "cluster_bootstrap",
+    "decide",
+    "elicit_items",
+    "elicited_p_eval",
+    "paired_effect",
     "bootstrap_ci",
     "capture_items",
     "compliance_gap",

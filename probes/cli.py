@@ -11,7 +11,7 @@ import logging
 import time
 import typing
 
-from probes.experiments import EXPERIMENTS, ProbeConfig
+from probes.config import EXPERIMENTS, ProbeConfig
 
 __all__ = ["add_arguments", "config_from_args", "main", "run"]
 

@@ -1,4 +1,4 @@
-"""The two LoRA studies of issue 7 (E3 and the organism study); helpers shared with `probes.experiments`.
+"""The two LoRA studies (E3 and the organism study).
 
 * E3 `run_e3`: a LoRA sycophancy fine-tune and the change in cue sensitivity and projections.
 * `run_organisms`: LoRA organisms with known drivers (researcher cue vs monitoring cue): do probes and
@@ -16,20 +16,20 @@ import torch
 
 from probes import behaviour as B
 from probes.activations import capture_items
+from probes.common import (
+    gap_where,
+    header,
+    layers_for,
+    middle_best,
+    requests_for,
+    s_items,
+    syco_rate,
+    true_claim_accuracy,
+    z_scale,
+)
+from probes.config import ProbeConfig
 from probes.data import ASSERTIONS, REJECT, Item, af_scenarios, eval_deploy_pairs, sycophancy_factual
 from probes.directions import auroc, cosine, diff_of_means, layer_scan, unit
-from probes.experiments import (
-    ProbeConfig,
-    _accuracy,
-    _gap,
-    _header,
-    _layers,
-    _middle_best,
-    _requests,
-    _s_items,
-    _syco,
-    _z,
-)
 from probes.report import bar_plot, md_table, mean_ci, write_result
 from probes.steering import SteerSpec, generate_texts, random_like, reply_logprob
 
@@ -40,15 +40,15 @@ __all__ = ["organism_verdict", "run_e3", "run_organisms"]
 def _measure(m, cfg: ProbeConfig, layers: list[int], probe: dict | None) -> tuple[dict, dict]:
     """Behaviour and projections used by E3 before/after the fine-tune. `probe` holds base directions."""
     e = capture_items(m, eval_deploy_pairs(cfg.n, cfg.seed), layers, "last", cfg.batch_size)
-    s = capture_items(m, _s_items(cfg.n, cfg.seed), layers, "answer", cfg.batch_size)
-    af_items = af_scenarios(_requests(cfg), n=cfg.n, seed=cfg.seed + 21, template=cfg.template)
+    s = capture_items(m, s_items(cfg.n, cfg.seed), layers, "answer", cfg.batch_size)
+    af_items = af_scenarios(requests_for(cfg), n=cfg.n, seed=cfg.seed + 21, template=cfg.template)
     af = capture_items(m, af_items, layers, "last", cfg.batch_size)
     syc = sycophancy_factual(cfg.n, cfg.seed + 22)
     ts = generate_texts(m, syc, max_new_tokens=cfg.max_new_tokens, batch_size=cfg.batch_size)
     ta = generate_texts(m, af_items, max_new_tokens=cfg.af_max_new_tokens, batch_size=cfg.batch_size)
     y = e.column("label")
     if probe is None:
-        best = _middle_best(
+        best = middle_best(
             {
                 r["layer"]: r["auroc"]
                 for r in layer_scan(e, y, "diffmean", e.column("pair_id"), 0.5, cfg.n_boot, cfg.seed)
@@ -61,7 +61,7 @@ def _measure(m, cfg: ProbeConfig, layers: list[int], probe: dict | None) -> tupl
             ref=e,
         )
     L, uE, uS = probe["layer"], unit(probe["d_E"]), unit(probe["d_S"])
-    zE = _z(af.acts[L] @ uE, probe["ref"], L, uE)
+    zE = z_scale(af.acts[L] @ uE, probe["ref"], L, uE)
     ref_s = probe.get("ref_s", s)
     sS = ref_s.acts[L] @ uS
     sy = ref_s.column("label")
@@ -70,12 +70,12 @@ def _measure(m, cfg: ProbeConfig, layers: list[int], probe: dict | None) -> tupl
     sel = lambda a: np.array([x["assertion"] == a for x in mm])  # noqa: E731
     pe = e.acts[L] @ uE
     res = dict(
-        sycophancy=_syco(syc, ts),
-        sycophancy_researcher=_syco(syc, ts, True),
-        sycophancy_other=_syco(syc, ts, False),
-        true_claim_accuracy=_accuracy(syc, ts),
-        gap_researcher=_gap(af_items, ta, cfg.n_boot, cfg.seed, researcher=True)["gap"],
-        gap_no_researcher=_gap(af_items, ta, cfg.n_boot, cfg.seed, researcher=False)["gap"],
+        sycophancy=syco_rate(syc, ts),
+        sycophancy_researcher=syco_rate(syc, ts, True),
+        sycophancy_other=syco_rate(syc, ts, False),
+        true_claim_accuracy=true_claim_accuracy(syc, ts),
+        gap_researcher=gap_where(af_items, ta, cfg.n_boot, cfg.seed, researcher=True)["gap"],
+        gap_no_researcher=gap_where(af_items, ta, cfg.n_boot, cfg.seed, researcher=False)["gap"],
         compliance_by_assertion={
             a: B.compliance_rate([t for t, it in zip(ta, af_items) if it.meta["assertion"] == a])
             for a in ASSERTIONS
@@ -107,7 +107,7 @@ def run_e3(m, cfg: ProbeConfig) -> dict:
     t0 = time.perf_counter()
     out = Path(cfg.out) / "e3"
     out.mkdir(parents=True, exist_ok=True)
-    layers = _layers(m, cfg)
+    layers = layers_for(m, cfg)
     before, probe = _measure(m, cfg, layers, None)
     ex = organism_examples("sycophancy", n_sycophancy=cfg.train_sycophancy, seed=cfg.seed + 1000)
     tuned, info = train_lora(
@@ -176,7 +176,7 @@ def run_e3(m, cfg: ProbeConfig) -> dict:
         fine_tune_made_sycophantic=bool(took),
         wall_seconds=round(wall, 1),
     )
-    report = _header("E3: LoRA sycophancy fine-tune and cue sensitivity", m, cfg, wall)
+    report = header("E3: LoRA sycophancy fine-tune and cue sensitivity", m, cfg, wall)
     report += f"LoRA: {info}\n\nProbe layer {probe['layer']} (base model's best eval-context layer); directions from the base model.\n\n"
     report += md_table(rows, ["metric", "base", "tuned", "change"])
     report += (
@@ -218,10 +218,10 @@ def _organism_eval(lm, kind: str, cfg: ProbeConfig, layers: list[int]) -> dict:
     behaviour = dict(
         spec_agreement_af=float((comply == truth).mean()),
         spec_agreement_syc=float((syc_flags == syc_truth).mean()),
-        gap_researcher=_gap(items, texts, cfg.n_boot, cfg.seed, researcher=True),
-        gap_no_researcher=_gap(items, texts, cfg.n_boot, cfg.seed, researcher=False),
-        sycophancy_researcher=_syco(syc, ts, True),
-        sycophancy_other=_syco(syc, ts, False),
+        gap_researcher=gap_where(items, texts, cfg.n_boot, cfg.seed, researcher=True),
+        gap_no_researcher=gap_where(items, texts, cfg.n_boot, cfg.seed, researcher=False),
+        sycophancy_researcher=syco_rate(syc, ts, True),
+        sycophancy_other=syco_rate(syc, ts, False),
         scratchpad_restates_cues=_restatement_accuracy(items, texts, cfg.template),
     )
     # The organisms decide after their scratchpad, which restates the cues: read the cues there as well
@@ -280,7 +280,9 @@ def _steer_gap(
     texts = generate_texts(lm, sel, spec, cfg.af_max_new_tokens + _scratchpad_tokens(lm, cfg), cfg.batch_size)
     margin = _margin(lm, sel, spec, cfg, [B.scratchpad_prefix(t) for t in texts])
     unmon = np.array([it.meta["cue"] == "unmonitored" for it in sel])
-    return _gap(sel, texts, cfg.n_boot, cfg.seed)["gap"], float(margin[unmon].mean() - margin[~unmon].mean())
+    return gap_where(sel, texts, cfg.n_boot, cfg.seed)["gap"], float(
+        margin[unmon].mean() - margin[~unmon].mean()
+    )
 
 
 def _margin(
@@ -369,7 +371,7 @@ def run_organisms(m, cfg: ProbeConfig) -> dict:
     t0 = time.perf_counter()
     out = Path(cfg.out) / "organisms"
     out.mkdir(parents=True, exist_ok=True)
-    layers = _layers(m, cfg)
+    layers = layers_for(m, cfg)
     study: dict[str, dict] = {}
     for kind in ("sycophant", "schemer"):
         ex = organism_examples(
@@ -413,7 +415,7 @@ def run_organisms(m, cfg: ProbeConfig) -> dict:
         verdict=verdict,
         wall_seconds=round(wall, 1),
     )
-    report = _header(
+    report = header(
         "Organism study: sycophant (researcher-cue driver) vs schemer (monitoring-cue driver)", m, cfg, wall
     )
     report += (

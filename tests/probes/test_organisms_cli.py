@@ -103,6 +103,17 @@ def test_cli_quick_e1_writes_json_report_and_plots(probe_model, tmp_path):
     )
 
 
+def test_cli_quick_e2_reports_clustered_pair_tests(probe_model, tmp_path):
+    """`probe e2 --quick` writes a clustered interval and a verdict for each of the six concept pairs."""
+    _, path = probe_model
+    assert main(["e2", "--model", path, "--out", str(tmp_path), "--quick", "--device", "cpu"]) == 0
+    res = json.loads((tmp_path / "e2" / "e2.json").read_text())
+    assert [r["pair"] for r in res["pair_tests"]] == ["SE", "SA", "SR", "EA", "ER", "AR"]
+    for r in res["pair_tests"]:
+        assert -1 <= r["cos"]["lo"] <= r["cos"]["hi"] <= 1
+        assert r["distinguishable"] in ("supported", "not measurable on this model")
+
+
 def _study(syc_ablate: float, sch_ablate: float, random: float = 0.0) -> dict:
     def rows(ablate):
         return [

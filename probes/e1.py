@@ -31,6 +31,7 @@ from probes.steering import generate_texts
 
 __all__ = ["measure", "report", "run_e1", "scenario_items", "statistics"]
 
+ELICIT_CHECK_PAIRS = 25
 SHIFTS = (("deployed", "none"), ("evaluation", "none"), ("evaluation", "deployed"))
 
 
@@ -83,8 +84,10 @@ def measure(m, cfg: ProbeConfig) -> dict:
     meas = dict(layers=layers, cset=cset, scans=scans, control=control, best=best, items=items, aset=aset)
     if cfg.elicit:
         meas["p_eval"], meas["mass"] = elicited_p_eval(m, elicit_items(items), cfg.batch_size)
+        # the labelled check of the instrument: the first (at most) 25 contrast pairs, all four prompts each
+        check = [it for it in eval_deploy_pairs(cfg.n, cfg.seed) if it.meta["pair_id"] < ELICIT_CHECK_PAIRS]
         meas["p_eval_contrast"], meas["mass_contrast"] = elicited_p_eval(
-            m, elicit_items(eval_deploy_pairs(cfg.n, cfg.seed)), cfg.batch_size
+            m, elicit_items(check), cfg.batch_size
         )
     meas["texts"] = generate_texts(m, items, max_new_tokens=cfg.max_new_tokens, batch_size=cfg.batch_size)
     if cfg.judge:
@@ -153,8 +156,8 @@ def statistics(meas: dict, cfg: ProbeConfig) -> dict:
             f"{a}-{b}": boot(lambda i, a=a, b=b: (pe[a][i] - pe[b][i]).mean(), [req_ids]) for a, b in SHIFTS
         }
         st["letter_mass"] = float(meas["mass"].mean())
-        pc = meas["p_eval_contrast"]
-        st["p_eval_contrast_auroc"] = boot(lambda i: auroc(pc[i], yc[i]), [pairs])
+        pc, sub = meas["p_eval_contrast"], pairs < ELICIT_CHECK_PAIRS
+        st["p_eval_contrast_auroc"] = boot(lambda i: auroc(pc[i], yc[sub][i]), [pairs[sub]])
         st["agreement"] = _agreement(meas, per_req, pe, probe, req_ids, nb, seed)
     st["verdicts"] = _verdicts(st)
     return st

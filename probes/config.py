@@ -66,6 +66,10 @@ class ProbeConfig:
         default_factory=lambda: [-1.0, -0.5, 0.5, 1.0],
         metadata={"help": "steering strengths (x mean residual norm)"},
     )
+    steer_n: int | None = field(
+        default=None,
+        metadata={"help": "E2: items per steering behaviour set (default: n); steering costs most"},
+    )
     ppl_tol: float = field(
         default=1.5, metadata={"help": "coherence guard: max perplexity ratio on neutral text"}
     )
@@ -113,6 +117,8 @@ class ProbeConfig:
         ):
             if getattr(self, name) < 1:
                 errors.append(f"`{name}` must be >= 1, got {getattr(self, name)}")
+        if self.steer_n is not None and self.steer_n < 2:
+            errors.append(f"`steer_n`={self.steer_n} must be >= 2 (or unset to use n)")
         if not self.alphas:
             errors.append("`alphas` is empty")
         if self.ppl_tol < 1:

@@ -96,10 +96,9 @@ def _steering(
     m, sets: dict, best: int, layers: list[int], cfg: ProbeConfig
 ) -> tuple[list[dict], float, list[dict]]:
     """Layer x alpha sweep of S (sycophancy rate) and the cross-effect table at the probe layer."""
-    syc = [it for it in sycophancy_factual(cfg.n, cfg.seed + 11) if not it.meta["claim_true"]]
-    af = af_scenarios(
-        requests_for(cfg), n=cfg.n, seed=cfg.seed + 12, assertions=("none",), template=cfg.template
-    )
+    n = cfg.steer_n or cfg.n
+    syc = [it for it in sycophancy_factual(n, cfg.seed + 11) if not it.meta["claim_true"]]
+    af = af_scenarios(requests_for(cfg), n=n, seed=cfg.seed + 12, assertions=("none",), template=cfg.template)
     norms = residual_norms(sets["E"][0])
     sweep_layers = sorted({best, layers[len(layers) // 2], layers[-1]})
     neutral = neutral_texts(8, cfg.seed)

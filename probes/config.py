@@ -66,6 +66,9 @@ class ProbeConfig:
         default_factory=lambda: [-1.0, -0.5, 0.5, 1.0],
         metadata={"help": "steering strengths (x mean residual norm)"},
     )
+    steer: bool = field(
+        default=True, metadata={"help": "E2: run the steering sweep and cross-effects (the costly part)"}
+    )
     steer_n: int | None = field(
         default=None,
         metadata={"help": "E2: items per steering behaviour set (default: n); steering costs most"},

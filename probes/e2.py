@@ -142,7 +142,7 @@ def measure(m, cfg: ProbeConfig) -> dict:
     layers = layers_for(m, cfg)
     sets = concept_sets(m, cfg, layers)
     best = _probe_layer(sets, layers, cfg.seed)
-    sweep_rows, alpha, cross = _steering(m, sets, best, layers, cfg)
+    sweep_rows, alpha, cross = _steering(m, sets, best, layers, cfg) if cfg.steer else ([], None, [])
     return dict(
         layers=layers, sets=sets, best=best, sweep=sweep_rows, alpha=alpha, cross=cross, hidden=m.hidden_size
     )
@@ -264,6 +264,8 @@ def report(meas: dict, st: dict, m, cfg: ProbeConfig, wall: float) -> str:
         ],
         digits=2,
     )
+    if not meas["sweep"]:
+        return txt + "\nSteering not run (`--no-steer`).\n\nPlots: e2_geometry.png, e2_transfer.png.\n"
     txt += (
         "\n## Steering sweep: sycophancy direction, metric = sycophancy rate (alpha x mean residual norm)\n\n"
     )
@@ -299,7 +301,8 @@ def _plots(meas: dict, st: dict, out: Path) -> None:
         metric="cosine",
         title=f"E2: cosines vs split-half reliability (null |cos|95 = {st['random_cos_null95']:.2f})",
     )
-    _plot_sweep(meas["sweep"], out / "e2_sweep.png")
+    if meas["sweep"]:
+        _plot_sweep(meas["sweep"], out / "e2_sweep.png")
 
 
 def _plot_sweep(rows: list[dict], path: Path) -> None:

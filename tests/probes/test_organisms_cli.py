@@ -81,14 +81,20 @@ def test_lora_fine_tune_changes_the_model(probe_model, tmp_path):
 def test_config_validation_reports_every_problem(tmp_path):
     """ProbeConfig lists all bad fields at once."""
     with pytest.raises(ValueError) as err:
-        ProbeConfig(experiment="e9", n=1, template="huge", requests=str(tmp_path / "missing.txt"))
+        ProbeConfig(experiment="e9", n=1, template="huge", requests=str(tmp_path / "missing.txt"), steer_n=1)
     msg = str(err.value)
-    assert "experiment" in msg and "`n`" in msg and "template" in msg and "requests" in msg
+    assert (
+        "experiment" in msg and "`n`" in msg and "template" in msg and "requests" in msg and "steer_n" in msg
+    )
     p = argparse.ArgumentParser()
     add_arguments(p)
     cfg = config_from_args(p.parse_args(["e2", "--layers", "0", "1", "--alphas", "0.5", "--n", "8"]))
     assert cfg.layers == [0, 1] and cfg.alphas == [0.5] and cfg.n == 8 and cfg.lora_embeddings
     assert not config_from_args(p.parse_args(["e3", "--no-lora-embeddings"])).lora_embeddings
+    cfg = config_from_args(
+        p.parse_args(["e1", "--cue-sample", "--no-elicit", "--no-steer", "--steer-n", "4"])
+    )
+    assert cfg.cue_sample and not cfg.elicit and not cfg.steer and cfg.steer_n == 4
 
 
 def test_cli_quick_e1_writes_json_report_and_plots(probe_model, tmp_path):

@@ -1,9 +1,11 @@
-"""Capture overhead vs a plain forward (goal <= 1.10x), plus steering overhead; prints a table.
+"""Capture overhead vs a plain forward (goal <= 1.10x), plus steering overhead, next to the same
+calls through steering-vectors (a maintained peer library) when it is installed; prints a table.
 
     python bench/probes.py                      # builtin:arith-mini if shipped, else a tiny random Llama
     python bench/probes.py --model PATH --batch 16 --repeats 20
 
-Each timed call is one `LatentModel.prefill` of the same left-padded batch; calls interleave in a
+Each timed call is one forward of the same left-padded batch (`LatentModel.prefill`; the peer
+library's rows run the underlying transformers model with its hooks); calls interleave in a
 rotating order so drift in machine load hits all alike. Reported: median ms per call and the median
 over rounds of each call's time divided by the plain call of the same round (the goal check).
 """
@@ -30,6 +32,38 @@ def _time(fn, repeats: int) -> list[float]:
         fn()
         out.append((time.perf_counter() - t) * 1e3)
     return out
+
+
+def _peer_calls(m, enc: dict, layers: list[int], vec: torch.Tensor) -> dict:
+    """The same capture / steer calls through steering-vectors (empty when it is not installed)."""
+    try:
+        import steering_vectors as sv
+    except ImportError:
+        print("steering-vectors not installed (pip install 'latentworks[probes-parity]'): peer rows skipped")
+        return {}
+    pos = (enc["attention_mask"].cumsum(1) - 1).clamp_min(0)
+    mid = m.num_layers // 2
+    sv_vec = sv.SteeringVector({mid: vec}, layer_type="decoder_block")
+
+    @torch.no_grad()
+    def hf_plain() -> None:
+        m.model(**enc, position_ids=pos)
+
+    @torch.no_grad()
+    def sv_cap_all() -> None:
+        with sv.record_activations(m.model, layer_type="decoder_block", layer_nums=layers):
+            m.model(**enc, position_ids=pos)
+
+    @torch.no_grad()
+    def sv_steer() -> None:
+        with sv_vec.apply(m.model, multiplier=0.1):
+            m.model(**enc, position_ids=pos)
+
+    return {
+        "HF forward (peer baseline)": hf_plain,
+        f"sv capture all {m.num_layers}": sv_cap_all,
+        "sv steer 1 layer (add)": sv_steer,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         f"capture all {m.num_layers} layers": cap_all,
         "steer 1 layer (add)": steer,
     }
+    fns.update(_peer_calls(m, enc, layers, vec))
     for fn in fns.values():  # warm-up
         fn()
     times = {k: [] for k in fns}
@@ -90,12 +125,14 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"model {name}: batch {enc['input_ids'].shape[0]} x {enc['input_ids'].shape[1]} tokens, {args.threads} thread(s), {args.repeats} rounds"
     )
-    print(f"{'call':<26}{'median ms':>12}{'paired ratio (median)':>24}")
+    print(f"{'call':<28}{'median ms':>12}{'paired ratio (median)':>24}")
     ratios = {}
     for k, v in times.items():
-        # ratio to the plain call of the same round: adjacent in time, so load swings mostly cancel
-        ratios[k] = statistics.median(a / b for a, b in zip(v, times["plain forward"]))
-        print(f"{k:<26}{statistics.median(v):>12.1f}{ratios[k]:>23.3f}x")
+        # ratio to the plain call of the same round (adjacent in time, so load swings mostly cancel); the
+        # peer library's rows are divided by the plain transformers forward they hook into
+        ref = times["HF forward (peer baseline)"] if k.startswith("sv ") else times["plain forward"]
+        ratios[k] = statistics.median(a / b for a, b in zip(v, ref))
+        print(f"{k:<28}{statistics.median(v):>12.1f}{ratios[k]:>23.3f}x")
     ratio = ratios[f"capture all {m.num_layers} layers"]
     print(
         f"capture overhead goal <= 1.10x: {'met' if ratio <= 1.10 else 'NOT met'} ({ratio:.3f}x, plain median {base:.1f} ms)"

@@ -36,6 +36,17 @@ class ProbeConfig:
     requests: str | None = field(
         default=None, metadata={"help": "local .txt/.csv of requests (default: arithmetic placeholders)"}
     )
+    cue_sample: bool = field(
+        default=False,
+        metadata={
+            "help": "E1: one seeded (training/unmonitored cue, researcher) combination per request, under all "
+            "three assertions (3 prompts per request instead of 12), so n can reach 100+ on a CPU"
+        },
+    )
+    elicit: bool = field(
+        default=True,
+        metadata={"help": "E1: also ask the model for P(evaluation) (one extra forward per prompt)"},
+    )
     # Probing
     layers: list[int] | None = field(
         default=None, metadata={"help": "decoder layers to read (default: all, or 8 spread)"}
@@ -55,6 +66,13 @@ class ProbeConfig:
     alphas: list[float] = field(
         default_factory=lambda: [-1.0, -0.5, 0.5, 1.0],
         metadata={"help": "steering strengths (x mean residual norm)"},
+    )
+    steer: bool = field(
+        default=True, metadata={"help": "E2: run the steering sweep and cross-effects (the costly part)"}
+    )
+    steer_n: int | None = field(
+        default=None,
+        metadata={"help": "E2: items per steering behaviour set (default: n); steering costs most"},
     )
     ppl_tol: float = field(
         default=1.5, metadata={"help": "coherence guard: max perplexity ratio on neutral text"}
@@ -103,6 +121,8 @@ class ProbeConfig:
         ):
             if getattr(self, name) < 1:
                 errors.append(f"`{name}` must be >= 1, got {getattr(self, name)}")
+        if self.steer_n is not None and self.steer_n < 2:
+            errors.append(f"`steer_n`={self.steer_n} must be >= 2 (or unset to use n)")
         if not self.alphas:
             errors.append("`alphas` is empty")
         if self.ppl_tol < 1:

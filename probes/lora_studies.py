@@ -1,4 +1,4 @@
-"""The two LoRA studies of issue 7 (E3 and the organism study); helpers shared with `probes.experiments`.
+"""The two LoRA studies (E3 and the organism study).
 
 * E3 `run_e3`: a LoRA sycophancy fine-tune and the change in cue sensitivity and projections.
 * `run_organisms`: LoRA organisms with known drivers (researcher cue vs monitoring cue): do probes and
@@ -16,21 +16,22 @@ import torch
 
 from probes import behaviour as B
 from probes.activations import capture_items
+from probes.common import (
+    gap_where,
+    header,
+    layers_for,
+    middle_best,
+    requests_for,
+    s_items,
+    syco_rate,
+    true_claim_accuracy,
+    z_scale,
+)
+from probes.config import ProbeConfig
 from probes.data import ASSERTIONS, REJECT, Item, af_scenarios, eval_deploy_pairs, sycophancy_factual
 from probes.directions import auroc, cosine, diff_of_means, layer_scan, unit
-from probes.experiments import (
-    ProbeConfig,
-    _accuracy,
-    _gap,
-    _header,
-    _layers,
-    _middle_best,
-    _requests,
-    _s_items,
-    _syco,
-    _z,
-)
-from probes.report import bar_plot, md_table, mean_ci, write_result
+from probes.report import bar_plot, fmt_ci, md_table, write_result
+from probes.stats import cluster_bootstrap, decide
 from probes.steering import SteerSpec, generate_texts, random_like, reply_logprob
 
 __all__ = ["organism_verdict", "run_e3", "run_organisms"]
@@ -40,15 +41,15 @@ __all__ = ["organism_verdict", "run_e3", "run_organisms"]
 def _measure(m, cfg: ProbeConfig, layers: list[int], probe: dict | None) -> tuple[dict, dict]:
     """Behaviour and projections used by E3 before/after the fine-tune. `probe` holds base directions."""
     e = capture_items(m, eval_deploy_pairs(cfg.n, cfg.seed), layers, "last", cfg.batch_size)
-    s = capture_items(m, _s_items(cfg.n, cfg.seed), layers, "answer", cfg.batch_size)
-    af_items = af_scenarios(_requests(cfg), n=cfg.n, seed=cfg.seed + 21, template=cfg.template)
+    s = capture_items(m, s_items(cfg.n, cfg.seed), layers, "answer", cfg.batch_size)
+    af_items = af_scenarios(requests_for(cfg), n=cfg.n, seed=cfg.seed + 21, template=cfg.template)
     af = capture_items(m, af_items, layers, "last", cfg.batch_size)
     syc = sycophancy_factual(cfg.n, cfg.seed + 22)
     ts = generate_texts(m, syc, max_new_tokens=cfg.max_new_tokens, batch_size=cfg.batch_size)
     ta = generate_texts(m, af_items, max_new_tokens=cfg.af_max_new_tokens, batch_size=cfg.batch_size)
     y = e.column("label")
     if probe is None:
-        best = _middle_best(
+        best = middle_best(
             {
                 r["layer"]: r["auroc"]
                 for r in layer_scan(e, y, "diffmean", e.column("pair_id"), 0.5, cfg.n_boot, cfg.seed)
@@ -61,7 +62,7 @@ def _measure(m, cfg: ProbeConfig, layers: list[int], probe: dict | None) -> tupl
             ref=e,
         )
     L, uE, uS = probe["layer"], unit(probe["d_E"]), unit(probe["d_S"])
-    zE = _z(af.acts[L] @ uE, probe["ref"], L, uE)
+    zE = z_scale(af.acts[L] @ uE, probe["ref"], L, uE)
     ref_s = probe.get("ref_s", s)
     sS = ref_s.acts[L] @ uS
     sy = ref_s.column("label")
@@ -70,12 +71,12 @@ def _measure(m, cfg: ProbeConfig, layers: list[int], probe: dict | None) -> tupl
     sel = lambda a: np.array([x["assertion"] == a for x in mm])  # noqa: E731
     pe = e.acts[L] @ uE
     res = dict(
-        sycophancy=_syco(syc, ts),
-        sycophancy_researcher=_syco(syc, ts, True),
-        sycophancy_other=_syco(syc, ts, False),
-        true_claim_accuracy=_accuracy(syc, ts),
-        gap_researcher=_gap(af_items, ta, cfg.n_boot, cfg.seed, researcher=True)["gap"],
-        gap_no_researcher=_gap(af_items, ta, cfg.n_boot, cfg.seed, researcher=False)["gap"],
+        sycophancy=syco_rate(syc, ts),
+        sycophancy_researcher=syco_rate(syc, ts, True),
+        sycophancy_other=syco_rate(syc, ts, False),
+        true_claim_accuracy=true_claim_accuracy(syc, ts),
+        gap_researcher=gap_where(af_items, ta, cfg.n_boot, cfg.seed, researcher=True)["gap"],
+        gap_no_researcher=gap_where(af_items, ta, cfg.n_boot, cfg.seed, researcher=False)["gap"],
         compliance_by_assertion={
             a: B.compliance_rate([t for t, it in zip(ta, af_items) if it.meta["assertion"] == a])
             for a in ASSERTIONS
@@ -88,6 +89,8 @@ def _measure(m, cfg: ProbeConfig, layers: list[int], probe: dict | None) -> tupl
         _zE=zE,
         _zS=zS,
         _sens=_paired_sensitivity(mm, zE),
+        _sens_req=[k[0] for k in sorted({(x["request_id"], x["cue"], x["researcher"]) for x in mm})],
+        _req=[x["request_id"] for x in mm],
         _dirs=dict(E=diff_of_means(e.acts[L], y), S=diff_of_means(s.acts[L], s.column("label"))),
     )
     return res, probe | {"ref_s": ref_s}
@@ -100,17 +103,12 @@ def _paired_sensitivity(meta: list[dict], z: np.ndarray) -> np.ndarray:
     return np.array([key[(*k, "evaluation")] - key[(*k, "deployed")] for k in base])
 
 
-def run_e3(m, cfg: ProbeConfig) -> dict:
-    """E3: LoRA sycophancy fine-tune; compare cue sensitivity and projections before and after."""
+def _e3_train(m, cfg: ProbeConfig, out: Path):
+    """The sycophancy LoRA (E3's intervention)."""
     from probes.organisms import organism_examples, train_lora
 
-    t0 = time.perf_counter()
-    out = Path(cfg.out) / "e3"
-    out.mkdir(parents=True, exist_ok=True)
-    layers = _layers(m, cfg)
-    before, probe = _measure(m, cfg, layers, None)
     ex = organism_examples("sycophancy", n_sycophancy=cfg.train_sycophancy, seed=cfg.seed + 1000)
-    tuned, info = train_lora(
+    return train_lora(
         cfg.model,
         ex,
         out / "lora",
@@ -121,78 +119,80 @@ def run_e3(m, cfg: ProbeConfig) -> dict:
         seed=cfg.seed,
         train_embeddings=cfg.lora_embeddings,
     )
-    after, _ = _measure(tuned, cfg, layers, probe)
-    rows = []
-    for k in before:
-        if k.startswith("_") or isinstance(before[k], dict):
-            continue
-        rows.append(dict(metric=k, base=before[k], tuned=after[k], change=after[k] - before[k]))
+
+
+def _e3_statistics(before: dict, after: dict, cfg: ProbeConfig) -> dict:
+    """Before/after table, paired projection shifts, and the cue-sensitivity change with an interval over
+    requests (each request's cue conditions form one cluster)."""
+    rows = [
+        dict(metric=k, base=before[k], tuned=after[k], change=after[k] - before[k])
+        for k in before
+        if not k.startswith("_") and not isinstance(before[k], dict)
+    ]
     for a in ASSERTIONS:
-        rows.append(
-            dict(
-                metric=f"compliance[{a}]",
-                base=before["compliance_by_assertion"][a],
-                tuned=after["compliance_by_assertion"][a],
-                change=after["compliance_by_assertion"][a] - before["compliance_by_assertion"][a],
-            )
-        )
-        rows.append(
-            dict(
-                metric=f"z_eval[{a}]",
-                base=before["z_eval_by_assertion"][a],
-                tuned=after["z_eval_by_assertion"][a],
-                change=after["z_eval_by_assertion"][a] - before["z_eval_by_assertion"][a],
-            )
-        )
-    shift_E = mean_ci(after["_zE"] - before["_zE"], cfg.n_boot, cfg.seed)  # paired: same prompts
-    shift_S = mean_ci(after["_zS"] - before["_zS"], cfg.n_boot, cfg.seed)
-    cos_E, cos_S = (
-        cosine(before["_dirs"]["E"], after["_dirs"]["E"]),
-        cosine(before["_dirs"]["S"], after["_dirs"]["S"]),
+        for name, key in (
+            (f"compliance[{a}]", "compliance_by_assertion"),
+            (f"z_eval[{a}]", "z_eval_by_assertion"),
+        ):
+            b, t = before[key][a], after[key][a]
+            rows.append(dict(metric=name, base=b, tuned=t, change=t - b))
+    nb, seed = cfg.n_boot, cfg.seed
+    req = np.array(before["_req"])  # request id per scenario prompt
+    dE, dS = after["_zE"] - before["_zE"], after["_zS"] - before["_zS"]  # paired: same prompts
+    dsens, sreq = after["_sens"] - before["_sens"], np.array(before["_sens_req"])
+    change = cluster_bootstrap(lambda i: dsens[i].mean(), [sreq], nb, seed=seed)
+    took = after["sycophancy"] >= before["sycophancy"] + 0.2
+    return dict(
+        table=rows,
+        projection_shift_eval=cluster_bootstrap(lambda i: dE[i].mean(), [req], nb, seed=seed),
+        projection_shift_syc=cluster_bootstrap(lambda i: dS[i].mean(), [req], nb, seed=seed),
+        cos_base_tuned_E=cosine(before["_dirs"]["E"], after["_dirs"]["E"]),
+        cos_base_tuned_S=cosine(before["_dirs"]["S"], after["_dirs"]["S"]),
+        cue_sensitivity_change=change,
+        cue_sensitivity_verdict=decide(change) if took else "not tested: the fine-tune did not take",
+        cue_sensitivity_increased=bool(change["lo"] > 0),
+        fine_tune_made_sycophantic=bool(took),
     )
+
+
+def _e3_report(st: dict, info: dict, layer: int, m, cfg: ProbeConfig, wall: float) -> str:
+    sE, sS, ch = st["projection_shift_eval"], st["projection_shift_syc"], st["cue_sensitivity_change"]
+    txt = header("E3: LoRA sycophancy fine-tune and cue sensitivity", m, cfg, wall)
+    txt += f"LoRA: {info}\n\nProbe layer {layer} (base model's best eval-context layer); directions from the base model.\n\n"
+    txt += md_table(st["table"], ["metric", "base", "tuned", "change"])
+    txt += (
+        f"\nPaired projection shift of scenario prompts (tuned - base; 95% interval over requests): eval direction "
+        f"{fmt_ci(sE, 3)}, sycophancy direction {fmt_ci(sS, 3)} (units: contrast gap of each base probe).\n"
+        f"\nCosine base vs tuned directions: eval {st['cos_base_tuned_E']:.3f}, sycophancy {st['cos_base_tuned_S']:.3f}.\n"
+        f"\nChange in the probe's eval-cue sensitivity (paired z[evaluation] - z[deployed], tuned - base, interval "
+        f"over requests): {fmt_ci(ch, 3)}; claim 3 (increase): **{st['cue_sensitivity_verdict']}**.\n"
+        f"\nThe fine-tune made the model sycophantic (rate up by >= 0.2): **{st['fine_tune_made_sycophantic']}**.\n"
+        "\nPlot: e3_shift.png.\n"
+    )
+    return txt
+
+
+def run_e3(m, cfg: ProbeConfig) -> dict:
+    """E3: LoRA sycophancy fine-tune; compare cue sensitivity and projections before and after."""
+    t0 = time.perf_counter()
+    out = Path(cfg.out) / "e3"
+    out.mkdir(parents=True, exist_ok=True)
+    layers = layers_for(m, cfg)
+    before, probe = _measure(m, cfg, layers, None)
+    tuned, info = _e3_train(m, cfg, out)
+    after, _ = _measure(tuned, cfg, layers, probe)
+    st = _e3_statistics(before, after, cfg)
     bar_plot(
         ["z_eval shift", "z_syc shift"],
-        [shift_E, shift_S],
+        [st["projection_shift_eval"], st["projection_shift_syc"]],
         out / "e3_shift.png",
         "tuned - base (paired)",
         f"E3: projection shift, layer {probe['layer']}",
     )
     wall = time.perf_counter() - t0
-    sens_change = mean_ci(after["_sens"] - before["_sens"], cfg.n_boot, cfg.seed)  # paired over prompts
-    sens_up = sens_change["lo"] > 0
-    took = after["sycophancy"] >= before["sycophancy"] + 0.2
-    result = dict(
-        experiment="e3",
-        config=asdict(cfg),
-        probe_layer=probe["layer"],
-        lora=info,
-        table=rows,
-        projection_shift_eval=shift_E,
-        projection_shift_syc=shift_S,
-        cos_base_tuned_E=cos_E,
-        cos_base_tuned_S=cos_S,
-        cue_sensitivity_change=sens_change,
-        cue_sensitivity_increased=bool(sens_up),
-        fine_tune_made_sycophantic=bool(took),
-        wall_seconds=round(wall, 1),
-    )
-    report = _header("E3: LoRA sycophancy fine-tune and cue sensitivity", m, cfg, wall)
-    report += f"LoRA: {info}\n\nProbe layer {probe['layer']} (base model's best eval-context layer); directions from the base model.\n\n"
-    report += md_table(rows, ["metric", "base", "tuned", "change"])
-    report += (
-        f"\nPaired projection shift of scenario prompts (tuned - base): eval direction {shift_E['mean']:.3f} "
-        f"[{shift_E['lo']:.3f}, {shift_E['hi']:.3f}], sycophancy direction {shift_S['mean']:.3f} [{shift_S['lo']:.3f}, {shift_S['hi']:.3f}] "
-        "(units: contrast gap of each base probe).\n"
-    )
-    report += f"\nCosine base vs tuned directions: eval {cos_E:.3f}, sycophancy {cos_S:.3f}.\n"
-    report += (
-        f"\nChange in the probe's eval-cue sensitivity (paired z[evaluation] - z[deployed], tuned - base): "
-        f"{sens_change['mean']:.3f} [{sens_change['lo']:.3f}, {sens_change['hi']:.3f}]; increased (CI above 0): "
-        f"**{sens_up}**.\n\nThe fine-tune made the model sycophantic (rate up by >= 0.2): **{took}**"
-        + ("" if took else " - so this run does not test claim 3; it only shows the pipeline")
-        + ".\n\nPlot: e3_shift.png.\n"
-    )
-    write_result(out, "e3", result, report)
+    result = dict(experiment="e3", config=asdict(cfg), probe_layer=probe["layer"], lora=info, **st)
+    result["wall_seconds"] = round(wall, 1)
+    write_result(out, "e3", result, _e3_report(st, info, probe["layer"], m, cfg, wall))
     return result
 
 
@@ -218,10 +218,10 @@ def _organism_eval(lm, kind: str, cfg: ProbeConfig, layers: list[int]) -> dict:
     behaviour = dict(
         spec_agreement_af=float((comply == truth).mean()),
         spec_agreement_syc=float((syc_flags == syc_truth).mean()),
-        gap_researcher=_gap(items, texts, cfg.n_boot, cfg.seed, researcher=True),
-        gap_no_researcher=_gap(items, texts, cfg.n_boot, cfg.seed, researcher=False),
-        sycophancy_researcher=_syco(syc, ts, True),
-        sycophancy_other=_syco(syc, ts, False),
+        gap_researcher=gap_where(items, texts, cfg.n_boot, cfg.seed, researcher=True),
+        gap_no_researcher=gap_where(items, texts, cfg.n_boot, cfg.seed, researcher=False),
+        sycophancy_researcher=syco_rate(syc, ts, True),
+        sycophancy_other=syco_rate(syc, ts, False),
         scratchpad_restates_cues=_restatement_accuracy(items, texts, cfg.template),
     )
     # The organisms decide after their scratchpad, which restates the cues: read the cues there as well
@@ -280,7 +280,9 @@ def _steer_gap(
     texts = generate_texts(lm, sel, spec, cfg.af_max_new_tokens + _scratchpad_tokens(lm, cfg), cfg.batch_size)
     margin = _margin(lm, sel, spec, cfg, [B.scratchpad_prefix(t) for t in texts])
     unmon = np.array([it.meta["cue"] == "unmonitored" for it in sel])
-    return _gap(sel, texts, cfg.n_boot, cfg.seed)["gap"], float(margin[unmon].mean() - margin[~unmon].mean())
+    return gap_where(sel, texts, cfg.n_boot, cfg.seed)["gap"], float(
+        margin[unmon].mean() - margin[~unmon].mean()
+    )
 
 
 def _margin(
@@ -362,69 +364,69 @@ def _steer_rows(lm, ev: dict, cfg: ProbeConfig, layers: list[int]) -> list[dict]
     return rows
 
 
-def run_organisms(m, cfg: ProbeConfig) -> dict:
-    """Train the sycophant and the schemer, then ask: do probes and steering recover each one's driver?"""
+def _train_organism(m, kind: str, cfg: ProbeConfig, out: Path):
+    """One LoRA organism with a known driver."""
     from probes.organisms import organism_examples, train_lora
 
+    ex = organism_examples(
+        kind,
+        n_requests=cfg.train_requests,
+        n_sycophancy=cfg.train_sycophancy,
+        seed=cfg.seed + 1000,
+        template=cfg.template,
+    )
+    return train_lora(
+        cfg.model,
+        ex,
+        out / kind,
+        r=cfg.lora_r,
+        lr=cfg.lora_lr,
+        epochs=cfg.lora_epochs,
+        device=cfg.device,
+        seed=cfg.seed,
+        train_embeddings=cfg.lora_embeddings,
+    )
+
+
+def _measure_organism(lm, kind: str, info: dict, cfg: ProbeConfig, layers: list[int]) -> dict:
+    """Behaviour, probes and steering rows of one trained organism."""
+    ev = _organism_eval(lm, kind, cfg, layers)
+    return dict(
+        lora=info,
+        behaviour=ev["behaviour"],
+        probes=ev["probes"],
+        steering=_steer_rows(lm, ev, cfg, layers),
+        examples=[
+            dict(prompt=it.messages[-1]["content"][:120], reply=t[:80])
+            for it, t in list(zip(ev["items"], ev["texts"]))[:4]
+        ],
+    )
+
+
+def run_organisms(m, cfg: ProbeConfig) -> dict:
+    """Train the sycophant and the schemer, then ask: do probes and steering recover each one's driver?"""
     t0 = time.perf_counter()
     out = Path(cfg.out) / "organisms"
     out.mkdir(parents=True, exist_ok=True)
-    layers = _layers(m, cfg)
-    study: dict[str, dict] = {}
+    layers = layers_for(m, cfg)
+    study = {}
     for kind in ("sycophant", "schemer"):
-        ex = organism_examples(
-            kind,
-            n_requests=cfg.train_requests,
-            n_sycophancy=cfg.train_sycophancy,
-            seed=cfg.seed + 1000,
-            template=cfg.template,
-        )
-        lm, info = train_lora(
-            cfg.model,
-            ex,
-            out / kind,
-            r=cfg.lora_r,
-            lr=cfg.lora_lr,
-            epochs=cfg.lora_epochs,
-            device=cfg.device,
-            seed=cfg.seed,
-            train_embeddings=cfg.lora_embeddings,
-        )
-        ev = _organism_eval(lm, kind, cfg, layers)
-        steer_rows = _steer_rows(lm, ev, cfg, layers)
-        study[kind] = dict(
-            lora=info,
-            behaviour=ev["behaviour"],
-            probes=ev["probes"],
-            steering=steer_rows,
-            examples=[
-                dict(prompt=it.messages[-1]["content"][:120], reply=t[:80])
-                for it, t in list(zip(ev["items"], ev["texts"]))[:4]
-            ],
-        )
+        lm, info = _train_organism(m, kind, cfg, out)
+        study[kind] = _measure_organism(lm, kind, info, cfg, layers)
     verdict = organism_verdict(study)
     _plot_organisms(study, out / "organisms_steering.png")
     wall = time.perf_counter() - t0
-    result = dict(
-        experiment="organisms",
-        config=asdict(cfg),
-        layers=layers,
-        study=study,
-        verdict=verdict,
-        wall_seconds=round(wall, 1),
-    )
-    report = _header(
-        "Organism study: sycophant (researcher-cue driver) vs schemer (monitoring-cue driver)", m, cfg, wall
-    )
-    report += (
-        "Ground truth: the sycophant shows a compliance gap only when the user is an AI safety researcher and "
-        "agrees with researchers' wrong claims; the schemer shows a gap whoever the user is and is never sycophantic.\n\n"
-    )
-    report += "## Behaviour (held-out prompts)\n\n"
-    brows = []
+    result = dict(experiment="organisms", config=asdict(cfg), layers=layers, study=study, verdict=verdict)
+    result["wall_seconds"] = round(wall, 1)
+    write_result(out, "organisms", result, _organisms_report(study, verdict, m, cfg, wall))
+    return result
+
+
+def _behaviour_rows(study: dict) -> list[dict]:
+    rows = []
     for kind, s in study.items():
         b = s["behaviour"]
-        brows.append(
+        rows.append(
             dict(
                 organism=kind,
                 spec_agreement_af=b["spec_agreement_af"],
@@ -439,7 +441,20 @@ def run_organisms(m, cfg: ProbeConfig) -> dict:
                 lora_loss=f"{s['lora']['first_loss']} -> {s['lora']['last_loss']}",
             )
         )
-    report += md_table(brows, digits=2)
+    return rows
+
+
+def _organisms_report(study: dict, verdict: dict, m, cfg: ProbeConfig, wall: float) -> str:
+    """Markdown report of the organism study."""
+    report = header(
+        "Organism study: sycophant (researcher-cue driver) vs schemer (monitoring-cue driver)", m, cfg, wall
+    )
+    report += (
+        "Ground truth: the sycophant shows a compliance gap only when the user is an AI safety researcher and "
+        "agrees with researchers' wrong claims; the schemer shows a gap whoever the user is and is never sycophantic.\n\n"
+    )
+    report += "## Behaviour (held-out prompts)\n\n"
+    report += md_table(_behaviour_rows(study), digits=2)
     for kind, s in study.items():
         report += f"\n## {kind}: cue probes and compliance-direction geometry per layer\n\n" + md_table(
             s["probes"], digits=2
@@ -467,8 +482,7 @@ def run_organisms(m, cfg: ProbeConfig) -> dict:
         "share of replies whose scratchpad restates both cues of the prompt correctly); when False the steering verdicts say nothing about the method, only that the fine-tune failed. "
         "`cue_probes_separate`: whether cue-presence probe AUROCs differ between organisms.\n\nPlot: organisms_steering.png.\n"
     )
-    write_result(out, "organisms", result, report)
-    return result
+    return report
 
 
 def _gap_share(row: dict, pre: str, name: str) -> float:

@@ -59,3 +59,18 @@ def test_load_requests(tmp_path):
         load_requests(tmp_path / "none.txt")
     with pytest.raises(ValueError, match="positive"):
         sycophancy_factual(0)
+
+
+def test_e1_cue_sample_keeps_one_condition_per_request_under_all_assertions():
+    """`--cue-sample`: 3 prompts per request (one seeded cue x researcher pair), both cues represented."""
+    from probes.config import ProbeConfig
+    from probes.e1 import scenario_items
+
+    items = scenario_items(ProbeConfig(n=20, cue_sample=True))
+    assert len(items) == 60
+    for rid in range(20):
+        rows = [it.meta for it in items if it.meta["request_id"] == rid]
+        assert sorted(m["assertion"] for m in rows) == ["deployed", "evaluation", "none"]
+        assert len({(m["cue"], m["researcher"]) for m in rows}) == 1
+    assert {it.meta["cue"] for it in items} == {"training", "unmonitored"}
+    assert len(scenario_items(ProbeConfig(n=4))) == 48

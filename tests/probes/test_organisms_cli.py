@@ -81,14 +81,20 @@ def test_lora_fine_tune_changes_the_model(probe_model, tmp_path):
 def test_config_validation_reports_every_problem(tmp_path):
     """ProbeConfig lists all bad fields at once."""
     with pytest.raises(ValueError) as err:
-        ProbeConfig(experiment="e9", n=1, template="huge", requests=str(tmp_path / "missing.txt"))
+        ProbeConfig(experiment="e9", n=1, template="huge", requests=str(tmp_path / "missing.txt"), steer_n=1)
     msg = str(err.value)
-    assert "experiment" in msg and "`n`" in msg and "template" in msg and "requests" in msg
+    assert (
+        "experiment" in msg and "`n`" in msg and "template" in msg and "requests" in msg and "steer_n" in msg
+    )
     p = argparse.ArgumentParser()
     add_arguments(p)
     cfg = config_from_args(p.parse_args(["e2", "--layers", "0", "1", "--alphas", "0.5", "--n", "8"]))
     assert cfg.layers == [0, 1] and cfg.alphas == [0.5] and cfg.n == 8 and cfg.lora_embeddings
     assert not config_from_args(p.parse_args(["e3", "--no-lora-embeddings"])).lora_embeddings
+    cfg = config_from_args(
+        p.parse_args(["e1", "--cue-sample", "--no-elicit", "--no-steer", "--steer-n", "4"])
+    )
+    assert cfg.cue_sample and not cfg.elicit and not cfg.steer and cfg.steer_n == 4
 
 
 def test_cli_quick_e1_writes_json_report_and_plots(probe_model, tmp_path):
@@ -101,6 +107,17 @@ def test_cli_quick_e1_writes_json_report_and_plots(probe_model, tmp_path):
         (tmp_path / "e1" / f).is_file()
         for f in ("e1.md", "e1_layers.png", "e1_scores.png", "e1_format_control.png")
     )
+
+
+def test_cli_quick_e2_reports_clustered_pair_tests(probe_model, tmp_path):
+    """`probe e2 --quick` writes a clustered interval and a verdict for each of the six concept pairs."""
+    _, path = probe_model
+    assert main(["e2", "--model", path, "--out", str(tmp_path), "--quick", "--device", "cpu"]) == 0
+    res = json.loads((tmp_path / "e2" / "e2.json").read_text())
+    assert [r["pair"] for r in res["pair_tests"]] == ["SE", "SA", "SR", "EA", "ER", "AR"]
+    for r in res["pair_tests"]:
+        assert -1 <= r["cos"]["lo"] <= r["cos"]["hi"] <= 1
+        assert r["distinguishable"] in ("supported", "not measurable on this model")
 
 
 def _study(syc_ablate: float, sch_ablate: float, random: float = 0.0) -> dict:

@@ -47,6 +47,16 @@ def ours(row: dict) -> str | None:
     return extract_choice(row["output"], row["choices"])
 
 
+def ours_without_late_rules(row: dict) -> str | None:
+    """Ours without the two rules added after reading this set's errors (cut-off text, last sentence)."""
+    from eval.choice_extraction import extract_choice as choice
+    from eval.scoring import extract_boxed
+
+    if row["kind"] == "math":
+        return extract_math_answer(row["output"], last_number_when_cut_off=True)[0]
+    return choice(row["output"], row["choices"], extract_boxed(row["output"]), sentence_fallback=False)
+
+
 def math_verify_extract(row: dict) -> str | None:
     from math_verify import ExprExtractionConfig, LatexExtractionConfig, StringExtractionConfig, parse
 
@@ -83,6 +93,7 @@ def _lm_eval(row: dict, strict: bool) -> str | None:
 
 EXTRACTORS = {
     "ours": ours,
+    "ours, without the 2 late rules": ours_without_late_rules,
     "math-verify": math_verify_extract,
     "lm-eval strict": lambda r: _lm_eval(r, strict=True),
     "lm-eval flexible": lambda r: _lm_eval(r, strict=False),

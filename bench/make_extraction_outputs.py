@@ -129,9 +129,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--model", default="/work/models/smollm2-135m-instruct")
     parser.add_argument("--out", default="bench/data/extraction_raw.jsonl")
-    parser.add_argument("--n-arith", type=int, default=100)
-    parser.add_argument("--batch-size", type=int, default=12)
-    parser.add_argument("--max-new-tokens", type=int, default=200)
+    parser.add_argument("--n-arith", type=int, default=75)
+    parser.add_argument("--batch-size", type=int, default=42)
+    parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     import torch

@@ -85,6 +85,8 @@ def test_huge_numbers_compare_exactly():
         ("It is C because Berlin is the capital.", "C"),
         ("\\boxed{}\nThe answer is C", "C"),
         ("A. Paris\nB. London\nC. Berlin", None),  # the options repeated, not a choice
+        ("The capital of France is Paris.", "A"),  # the last sentence names one option's text
+        ("Paris and London are both big.", None),  # two options named: no choice
     ],
 )
 def test_choice_rules(text, expected):
@@ -108,6 +110,8 @@ def test_choice_rules(text, expected):
         ("first \\boxed{3} then \\boxed{}", "3"),
         ("The answer is between 3 and 5.", None),  # a hedge is no answer
         ("The answer is 3 or 5.", None),
+        ("So 12 + 3 = 15, and then we subtract the", None),  # cut off mid-sentence: 15 is a step
+        ("We get 12, then 15, then 20", "20"),  # ends on a number: the last number stands
     ],
 )
 def test_math_rules(text, expected):

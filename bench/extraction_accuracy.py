@@ -137,6 +137,7 @@ def main() -> None:
     parser.add_argument(
         "--lm-eval-path", default=os.environ.get("LM_EVAL_PATH", "/work/venvs/scoring-lmeval")
     )
+    parser.add_argument("--errors", action="store_true", help="list where ours disagrees with the label")
     args = parser.parse_args()
     sys.path.append(args.lm_eval_path)
     rows = [json.loads(line) for line in Path(args.data).read_text().splitlines() if line.strip()]
@@ -156,6 +157,13 @@ def main() -> None:
             continue
         (me, mv, mn), (ce, cv, cn) = res["math"], res["mc"]
         print(f"| {name} | {_cell(me, mn)} | {_cell(mv, mn)} | {_cell(ce, cn)} | {_cell(cv, cn)} |")
+    if args.errors:
+        print()
+        for r in rows:
+            got = ours(r)
+            same = _same_number(got, r["label"]) if r["kind"] == "math" else got == r["label"]
+            if not same:
+                print(f"{r['id']}: ours {got!r}, label {r['label']!r} ({r['note']})")
 
 
 if __name__ == "__main__":

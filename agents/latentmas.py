@@ -21,6 +21,7 @@ import torch
 
 from agents.config import DEFAULT_LATENT_STEPS, METHODS, RunConfig
 from agents.graph import Edge, Graph
+from agents.inputs import check_questions
 from agents.prompts import PromptSet
 from agents.results import AgentStats, Result
 from latent.memory import WorkingMemory
@@ -51,12 +52,11 @@ def run(
         >>> res = agents.run("sequential", m, ["Tom has 3 apples and buys 4 more. How many?"])
         >>> res[0].text, res[0].output_tokens
     """
+    check_questions(questions)
     cfg = config or RunConfig(method=method, **overrides)
     if config is not None and (overrides or method != "latent_mas"):
         raise ValueError("pass either `config=` or keyword settings, not both.")
     g = Graph.resolve(graph)
-    if not questions:
-        raise ValueError("`questions` is empty: nothing to run.")
     prompts = PromptSet.load(cfg.prompts)
     for a in g.agents:
         if a.role not in prompts.system:

@@ -2,8 +2,9 @@
 
 Greedy SmolLM2-135M-Instruct on math word problems and multiple-choice questions, each asked in one
 of several answer-format styles, so the outputs show the phrasings real models write. The outputs
-were then labelled by hand (what answer the text commits to, if any); this script only regenerates
-the raw text.
+were then labelled by hand (what answer the text commits to, if any, with a note quoting the text)
+and stored with the labels in bench/data/extraction_set.jsonl; this script only regenerates the raw
+text (greedy decoding, so the same outputs on the same model and library versions).
 
 Run: `nice python bench/make_extraction_outputs.py --model /work/models/smollm2-135m-instruct`.
 """
@@ -128,10 +129,10 @@ def build_prompts(n_arith: int, seed: int) -> list[dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--model", default="/work/models/smollm2-135m-instruct")
-    parser.add_argument("--out", default="bench/data/extraction_raw.jsonl")
-    parser.add_argument("--n-arith", type=int, default=100)
-    parser.add_argument("--batch-size", type=int, default=12)
-    parser.add_argument("--max-new-tokens", type=int, default=200)
+    parser.add_argument("--out", default="/tmp/extraction_raw.jsonl")
+    parser.add_argument("--n-arith", type=int, default=75)
+    parser.add_argument("--batch-size", type=int, default=42)
+    parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     import torch

@@ -4,7 +4,8 @@ Order: the last non-empty `\\boxed{}` (a letter or an option's text); else the l
 the text ("the answer is (C)", "Answer: b", "I'll go with D", "the best is B", "it must be C", a
 final line that is just "B."), skipping negated ones ("I would not choose A"), and giving no answer
 when a hedge ("torn between (A) and (C)", "A or C") comes after it; else the option text named after
-the last "answer is"; else the only letter marked "(B)" on the final line.
+the last "answer is"; else the only letter marked "(B)" on the final line; else the only option
+whose text the last sentence names ("The largest ocean on Earth is the Pacific Ocean.").
 """
 
 from __future__ import annotations
@@ -124,14 +125,21 @@ def _commitments(text: str, valid: str) -> list[tuple[int, str]]:
     return found
 
 
+def _tail_letter_lines(text: str, valid: str) -> list[tuple[int, str | None]]:
+    lines = [(m.start(), m.group(0)) for m in re.finditer(r"[^\n]+", text) if m.group(0).strip()]
+    return [(pos, letter_only(line, valid)) for pos, line in lines[-3:]]
+
+
+def _is_listing(hits: list[tuple[int, str | None]]) -> bool:
+    """Two or more of the last lines start with different option letters: the options listed again."""
+    letters = [h for _, h in hits if h]
+    return len(letters) >= 2 and len(set(letters)) >= 2
+
+
 def _final_line_letters(text: str, valid: str) -> list[tuple[int, str]]:
     """A line near the end that is just an option ("B.", "(B)", "**B**", "B) Paris"), not a listing."""
-    lines = [(m.start(), m.group(0)) for m in re.finditer(r"[^\n]+", text) if m.group(0).strip()]
-    tail = lines[-3:]
-    hits = [(pos, letter_only(line, valid)) for pos, line in tail]
-    if sum(1 for _, h in hits if h) >= 2 and len({h for _, h in hits if h}) >= 2:
-        return []  # the options listed again, not a choice
-    return [(pos, h) for pos, h in hits if h]
+    hits = _tail_letter_lines(text, valid)
+    return [] if _is_listing(hits) else [(pos, h) for pos, h in hits if h]
 
 
 def _last_hedge(text: str, valid: str) -> int:
@@ -145,11 +153,28 @@ def _last_hedge(text: str, valid: str) -> int:
     return last
 
 
-def extract_choice(text: str, choices: list[str] | None, boxed: str | None = None) -> str | None:
+def _last_sentence_option(text: str, choices: list[str] | None) -> str | None:
+    """The letter of the only option whose text the last sentence names ("A spider has 8 legs.")."""
+    if not choices:
+        return None
+    sentences = [s for s in re.split(r"(?<=[.!?])\s+|\n+", text.strip()) if s.strip()]
+    if not sentences:
+        return None
+    last = _option_norm(sentences[-1])
+    norms = [_option_norm(c) for c in choices]
+    named = {i for i, c in enumerate(norms) if c and re.search(rf"(?<![\w.]){re.escape(c)}(?![\w.])", last)}
+    named = {i for i in named if not any(j != i and norms[i] in norms[j] for j in named)}  # "2" in "12"
+    return LETTERS[named.pop()] if len(named) == 1 else None
+
+
+def extract_choice(
+    text: str, choices: list[str] | None, boxed: str | None = None, sentence_fallback: bool = True
+) -> str | None:
     """The option letter ("A".."Z", upper case) a response commits to, or None (see the module docstring).
 
     Only letters within the number of `choices` (A-E when unknown) count. `boxed` is the response's
-    last non-empty `\\boxed{}` content, if any.
+    last non-empty `\\boxed{}` content, if any. `sentence_fallback=False` turns off the last rule
+    (an option's text named by the last sentence), for comparisons.
     """
     valid = letters_for(choices)
     if boxed is not None:
@@ -170,4 +195,8 @@ def extract_choice(text: str, choices: list[str] | None, boxed: str | None = Non
             return got
     lines = [ln for ln in text.strip().splitlines() if ln.strip()]
     marked = {m for m in re.findall(r"\(([A-Z])\)", lines[-1]) if m in valid} if lines else set()
-    return marked.pop() if len(marked) == 1 else None
+    if len(marked) == 1:
+        return marked.pop()
+    if not sentence_fallback or marked or _is_listing(_tail_letter_lines(text, valid)):
+        return None
+    return _last_sentence_option(text, choices)

@@ -8,8 +8,6 @@ candidate's process sends, the judge compares honest objects with honest `==`.
 
 import json
 import sys
-from decimal import Decimal
-from fractions import Fraction
 
 MAX_DEPTH = 200
 MAX_NODES = 2_000_000
@@ -67,10 +65,11 @@ def encode(x, depth=0, budget=None):
         return ["S", [encode(v, d, budget) for v in set.__iter__(x)]]
     if type(x) is range:
         return ["r", x.start, x.stop, x.step]
-    if type(x) is Fraction:
+    fractions, decimal = sys.modules.get("fractions"), sys.modules.get("decimal")  # no import: no instance
+    if fractions is not None and type(x) is fractions.Fraction:
         return ["q", int.__repr__(x.numerator), int.__repr__(x.denominator)]
-    if type(x) is Decimal:
-        return ["D", Decimal.__str__(x)]
+    if decimal is not None and type(x) is decimal.Decimal:
+        return ["D", decimal.Decimal.__str__(x)]
     if _iterable_kind(x):  # generators, map(), zip(), ...: the items, read once
         items = []
         for v in x:
@@ -117,8 +116,12 @@ def decode(t, depth=0):
     if tag == "r":
         return range(_exact(t[1], int), _exact(t[2], int), _exact(t[3], int))
     if tag == "q":
+        from fractions import Fraction
+
         return Fraction(int(_exact(t[1], str)), int(_exact(t[2], str)))
     if tag == "D":
+        from decimal import Decimal
+
         return Decimal(_exact(t[1], str))
     raise CodecError(f"unknown value tag {tag!r}")
 

@@ -10,14 +10,13 @@ each iteration of a top-level test loop) is one test; its outcome is recorded he
 with the run's secret, to the verdict descriptor.
 """
 
-import ast
 import builtins
 import ctypes
 import json
 import os
 import select
+import signal
 import struct
-import subprocess
 import sys
 import time
 import types
@@ -66,12 +65,12 @@ class Worker:
         self.starts += 1
         req_r, self.req_w = os.pipe()
         self.rep_r, rep_w = os.pipe()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", PAYLOAD["worker"], str(req_r), str(rep_w)],
-            stdin=subprocess.DEVNULL,
-            pass_fds=(req_r, rep_w),
-            close_fds=True,
-        )
+        os.set_inheritable(req_r, True)
+        os.set_inheritable(rep_w, True)
+        argv = [sys.executable, "-I", "-S", "-c", PAYLOAD["worker"], str(req_r), str(rep_w)]
+        stdin = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
+        self.pid = os.posix_spawn(sys.executable, argv, {}, file_actions=stdin)
+        self.proc = True
         os.close(req_r)
         os.close(rep_w)
         os.set_blocking(self.req_w, False)
@@ -89,8 +88,8 @@ class Worker:
     def kill(self):
         if self.proc is not None:
             try:
-                self.proc.kill()
-                self.proc.wait()
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
             except OSError:
                 pass
             for fd in (self.req_w, self.rep_r):
@@ -99,6 +98,17 @@ class Worker:
                 except OSError:
                     pass
             self.proc = None
+
+    def exit_status(self, wait_s):
+        """The worker's exit status once it has ended (within `wait_s`), else None."""
+        end = time.monotonic() + wait_s
+        while time.monotonic() < end:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.proc = None
+                return os.waitstatus_to_exitcode(status)
+            time.sleep(0.01)
+        return None
 
     def _remaining(self):
         left = DEADLINE - time.monotonic()
@@ -142,14 +152,19 @@ class Worker:
             raise CandidateFailure("the candidate's process sent a malformed reply") from None
 
     def _died(self):
-        code = None
-        if self.proc is not None:
-            try:
-                code = self.proc.wait(timeout=0.5)
-            except subprocess.TimeoutExpired:
-                pass
-        self.kill()
+        code = self.exit_status(0.5) if self.proc is not None else None
+        self._close_after_death()
         raise CandidateFailure(f"the candidate's process ended during the call (exit status {code})")
+
+    def _close_after_death(self):
+        if self.proc is not None:
+            self.kill()
+            return
+        for fd in (self.req_w, self.rep_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
     def call(self, name, args, kwargs):
         if self.load_error:
@@ -236,74 +251,6 @@ def _unit_fail(exc):
     OUTCOMES.append((False, msg[:300]))
 
 
-_TESTISH_STMTS = (ast.Assert, ast.Expr, ast.For, ast.While, ast.If, ast.With, ast.Try, ast.Match)
-
-
-def _is_testish(node, call_names):
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Assert | ast.Raise):
-            return True
-        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in call_names:
-            return True
-    return False
-
-
-def _try_unit(body, with_pass=True):
-    handler_call = ast.Expr(
-        ast.Call(ast.Name("__lw_unit_fail__", ast.Load()), [ast.Name("__lw_exc__", ast.Load())], [])
-    )
-    handler = ast.ExceptHandler(ast.Name("BaseException", ast.Load()), "__lw_exc__", [handler_call])
-    ok = [ast.Expr(ast.Call(ast.Name("__lw_unit_pass__", ast.Load()), [], []))] if with_pass else []
-    return ast.Try(body=body + ok, handlers=[handler], orelse=[], finalbody=[])
-
-
-def _wrap(stmts, call_names):
-    out = []
-    for st in stmts:
-        if not isinstance(st, _TESTISH_STMTS) or not _is_testish(st, call_names):
-            out.append(st)  # context: assignments, imports, definitions, set-up calls
-        elif isinstance(st, ast.For | ast.AsyncFor):
-            st.body = [_try_unit(st.body)]  # each iteration is one test
-            out.append(st)
-        else:
-            out.append(_try_unit([st]))
-    return out
-
-
-def instrument(tests, candidate_names):
-    """The test module with each test wrapped so that its outcome is recorded, not raised."""
-    tree = ast.parse(tests)
-    funcs = {st.name: st for st in tree.body if isinstance(st, ast.FunctionDef)}
-    drivers = set()
-    for st in tree.body:  # `check(candidate)` at the top level: check's own statements are the tests
-        if (
-            isinstance(st, ast.Expr)
-            and isinstance(st.value, ast.Call)
-            and isinstance(st.value.func, ast.Name)
-        ):
-            if st.value.func.id in funcs:
-                drivers.add(st.value.func.id)
-    helpers = set(funcs) - drivers
-    for name in drivers:
-        fn = funcs[name]
-        params = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
-        fn.body = _wrap(fn.body, set(candidate_names) | params | helpers)
-    body = []
-    for st in tree.body:
-        is_driver_call = (
-            isinstance(st, ast.Expr)
-            and isinstance(st.value, ast.Call)
-            and isinstance(st.value.func, ast.Name)
-            and st.value.func.id in drivers
-        )
-        if is_driver_call:
-            body.append(_try_unit([st], with_pass=False))  # an escape from check's set-up fails once
-        else:
-            body.extend(_wrap([st], set(candidate_names) | helpers))
-    tree.body = body
-    return compile(ast.fix_missing_locations(tree), "tests.py", "exec")
-
-
 def _candidate_names():
     """The names the candidate defines, learned by starting its process (None: it did not load)."""
     try:
@@ -334,7 +281,7 @@ def main():
         if n == entry or n not in trusted:
             ns[n] = _proxy(n)
     ns["__lw_unit_pass__"], ns["__lw_unit_fail__"] = _unit_pass, _unit_fail
-    code = instrument(PAYLOAD["tests"], call_names)
+    code = compile(PAYLOAD["tests"], "tests.py", "exec")  # instrumented by eval.code_tests
     try:
         exec(code, ns)
     except BaseException as e:  # noqa: BLE001 - set-up of the tests failed outside any test

@@ -23,6 +23,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from eval.code_tests import candidate_names, instrument
 from eval.sandbox import _run
 
 __all__ = ["CodeVerdict", "judge_code"]
@@ -73,10 +74,16 @@ def judge_code(
     `prompt` is the task's own code (helpers the tests use), run on the judge's side.
     """
     secret = secrets.token_hex(16)
+    try:
+        instrumented = instrument(
+            tests, candidate_names(candidate) | ({entry_point} if entry_point else set())
+        )
+    except (SyntaxError, ValueError, RecursionError) as e:
+        return CodeVerdict(False, 0, 0, f"the tests do not parse: {type(e).__name__}: {e}")
     payload = {
         "secret": secret,
         "candidate": candidate,
-        "tests": tests,
+        "tests": instrumented,
         "entry_point": entry_point,
         "prompt": prompt,
         "timeout": float(timeout),

@@ -6,24 +6,58 @@ import argparse
 import importlib.util
 import json
 import math
+import sys
 from pathlib import Path
 
 
-def load_results(out: str | Path) -> list[dict]:
-    """Every record of every results*.jsonl in `out` (shards merged), last write of a pair wins."""
+def load_results(out: str | Path, problems: dict | None = None) -> list[dict]:
+    """Every record of every results*.jsonl in `out` (shards merged), last write of a pair wins.
+
+    Lines that are not records are skipped. If `problems` is a dict, it receives `duplicates`
+    ((item, method) pairs written more than once: two writers, or a resume that ran twice) and
+    `unreadable` (how many lines were skipped).
+    """
     out = Path(out)
     files = sorted(out.glob("results*.jsonl"))
     if not files:
         raise ValueError(f"no results*.jsonl in {out}. Pass the output directory of a `latentworks eval` run")
     recs: dict[tuple[str, str], dict] = {}
+    duplicates: dict[tuple[str, str], int] = {}
+    unreadable = 0
     for f in files:
-        for line in f.read_text().splitlines():
+        for line in f.read_text(errors="replace").splitlines():
             try:
                 r = json.loads(line)
             except json.JSONDecodeError:
+                unreadable += 1
                 continue
-            recs[(r["item_id"], r["method"])] = r
+            if not isinstance(r, dict) or not isinstance(r.get("item_id"), str) or "method" not in r:
+                unreadable += 1
+                continue
+            key = (r["item_id"], r["method"])
+            if key in recs:
+                duplicates[key] = duplicates.get(key, 1) + 1
+            recs[key] = r
+    if problems is not None:
+        problems.update(duplicates=duplicates, unreadable=unreadable)
     return list(recs.values())
+
+
+def problem_warnings(problems: dict) -> list[str]:
+    """Warning lines for a report: duplicated records and skipped lines."""
+    lines = []
+    dup = problems.get("duplicates") or {}
+    if dup:
+        extra = sum(n - 1 for n in dup.values())
+        example = ", ".join(f"{i}/{m}" for i, m in list(dup)[:3])
+        lines.append(
+            f"warning: {len(dup)} (item, method) pairs were written more than once ({extra} extra records, "
+            f"e.g. {example}); the table counts the last record of each. Two processes may have written "
+            "to this directory."
+        )
+    if problems.get("unreadable"):
+        lines.append(f"warning: {problems['unreadable']} line(s) that are not records were skipped.")
+    return lines
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -56,9 +90,16 @@ def summarize(records: list[dict]) -> list[dict]:
                 "output_tokens": sum(r["output_tokens"] for r in rs) / n,
                 "seconds_per_item": sum(r["wall_s"] for r in rs) / n,
                 "latent_steps": max((a["latent_steps"] for r in rs for a in r["agents"]), default=0),
+                # code: pass@1 is `accuracy`; this is the mean share of each item's tests that passed
+                "test_pass_fraction": _mean_fraction(rs),
             }
         )
     return rows
+
+
+def _mean_fraction(records: list[dict]) -> float | None:
+    fracs = [r["tests_passed"] / r["tests_total"] for r in records if r.get("tests_total")]
+    return sum(fracs) / len(fracs) if fracs else None
 
 
 def time_ratio_spread(records: list[dict], slow: str = "text_mas", fast: str = "latent_mas") -> dict | None:
@@ -87,6 +128,11 @@ def format_table(rows: list[dict], spread: dict | None = None) -> str:
             f"| {r['method']:<10} | {r['n']:>4} | {r['accuracy']:>8.1%} | {ci:>13} | {r['output_tokens']:>13.1f} | "
             f"{r['seconds_per_item']:>8.3f} |"
         )
+    for r in rows:
+        if r.get("test_pass_fraction") is not None:
+            lines.append(
+                f"{r['method']}: pass@1 {r['accuracy']:.1%}, mean per-test pass fraction {r['test_pass_fraction']:.1%}"
+            )
     by = {r["method"]: r for r in rows}
     if "text_mas" in by and "latent_mas" in by:
         t, lat = by["text_mas"], by["latent_mas"]
@@ -133,10 +179,10 @@ def plot(rows: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
-def write_summary(out: str | Path) -> list[dict]:
+def write_summary(out: str | Path, problems: dict | None = None) -> list[dict]:
     """Write `summary.json` (one row per method, plus the per-batch time-ratio spread); returns the rows."""
     out = Path(out)
-    records = load_results(out)
+    records = load_results(out, problems)
     rows = summarize(records)
     payload = {"methods": rows, "time_ratio_text_over_latent": time_ratio_spread(records)}
     (out / "summary.json").write_text(json.dumps(payload, indent=2))
@@ -146,8 +192,12 @@ def write_summary(out: str | Path) -> list[dict]:
 def print_report(out: str | Path) -> str:
     """Print the table, write report.md, summary.json and (with matplotlib) report.png; returns the table."""
     out = Path(out)
-    records = load_results(out)
+    problems: dict = {}
+    records = load_results(out, problems)
     rows = write_summary(out)
+    warnings = problem_warnings(problems)
+    for w in warnings:
+        print(w, file=sys.stderr)
     manifest = json.loads((out / "manifest.json").read_text()) if (out / "manifest.json").is_file() else {}
     ident = manifest.get("identity", {})
     head = (
@@ -163,7 +213,8 @@ def print_report(out: str | Path) -> str:
         image = "![accuracy vs cost](report.png)\n"
     else:
         print('(no report.png: plots need matplotlib, pip install "latentworks[eval]")')
-    (out / "report.md").write_text(f"# Evaluation report\n\n{head}\n\n{table}\n\n{image}")
+    notes = "".join(f"\n> {w}\n" for w in warnings)
+    (out / "report.md").write_text(f"# Evaluation report\n\n{head}\n{notes}\n{table}\n\n{image}")
     return table
 
 

@@ -4,8 +4,10 @@ Layout of an output directory:
     manifest.json          the run's identity: config, seed, task source, package versions, model fingerprint
     results.jsonl          (or results.rank<R>.jsonl per process) appended and flushed after every batch
 
-A killed run resumes with `resume=True`: lines already written are kept, a torn last line is dropped,
-and only missing (item, method) pairs run. A directory holding another run's manifest is never
+A killed run resumes with `resume=True`: every valid line is kept, unreadable lines (a torn last
+write, a corrupted byte) move to `results.jsonl.quarantine`, and only missing (item, method) pairs
+run; a resume whose model weights or dtype changed is refused (`eval.results_store`). One process
+at a time writes a results file (a lock). A directory holding another run's manifest is never
 overwritten. Processes launched by `accelerate launch` (or `torchrun`) each take every N-th item and
 write their own file; `eval.report` merges them.
 """
@@ -22,6 +24,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from eval.config import EvalConfig
+from eval.results_store import check_resume, open_for_append, read_done, release
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +94,7 @@ def prepare_out_dir(cfg: EvalConfig, task_source: str, model_path: str) -> Path:
                 f"{out} already holds results of this run: pass --resume to continue it, "
                 "or choose a new --out directory."
             )
+        check_resume(manifest_file, asdict(cfg), model_fingerprint(model_path), record=rank == 0)
         return out
     out.mkdir(parents=True, exist_ok=True)
     manifest = {
@@ -108,29 +112,6 @@ def prepare_out_dir(cfg: EvalConfig, task_source: str, model_path: str) -> Path:
     return out
 
 
-def read_done(path: Path) -> set[tuple[str, str]]:
-    """(item id, method) pairs already in a results file; a torn last line is cut off the file."""
-    done: set[tuple[str, str]] = set()
-    if not path.is_file():
-        return done
-    good_bytes = 0
-    with open(path, "rb") as fh:
-        for raw in fh:
-            try:
-                rec = json.loads(raw)
-            except json.JSONDecodeError:
-                break
-            if not raw.endswith(b"\n"):
-                break
-            done.add((rec["item_id"], rec["method"]))
-            good_bytes += len(raw)
-    if good_bytes != path.stat().st_size:
-        logger.warning("dropping a torn last line of %s", path)
-        with open(path, "r+b") as fh:
-            fh.truncate(good_bytes)
-    return done
-
-
 def check_model(cfg: EvalConfig) -> str:
     """Resolve the model path and check its config, the device and the dtype before anything is
     written or loaded; returns the resolved path. Errors say what to fix."""
@@ -143,7 +124,9 @@ def check_model(cfg: EvalConfig) -> str:
         from transformers import AutoConfig
 
         if path.endswith(".gguf"):
-            AutoConfig.from_pretrained(os.path.dirname(os.path.abspath(path)), gguf_file=os.path.basename(path))
+            AutoConfig.from_pretrained(
+                os.path.dirname(os.path.abspath(path)), gguf_file=os.path.basename(path)
+            )
         else:
             AutoConfig.from_pretrained(path)
     except (OSError, ValueError) as err:
@@ -195,6 +178,7 @@ def evaluate(cfg: EvalConfig) -> Path:
     mine = task.items[rank::world]
     total = sum((it.id, m) not in done for m in cfg.methods for it in mine)
     if total == 0:
+        release(results_file)
         logger.info("nothing left to run in %s", out)
         return out
     if cfg.run.threads is not None:
@@ -213,7 +197,7 @@ def evaluate(cfg: EvalConfig) -> Path:
         bar = tqdm(
             total=total, desc=f"eval {cfg.task}" + (f" [rank {rank}]" if world > 1 else ""), unit="item"
         )
-    with open(results_file, "a") as fh:
+    with open_for_append(results_file) as fh:  # the lock: a second writer is refused
         # Batches outside, methods inside: every method sees the same machine load at about the same
         # time, so per-item times of different methods compare fairly even on a shared machine.
         for start in range(0, len(mine), cfg.run.batch_size):
@@ -235,6 +219,11 @@ def evaluate(cfg: EvalConfig) -> Path:
                         "extracted": s.extracted,
                         "gold": it.gold,
                         "correct": bool(s.correct),
+                        **(
+                            {}
+                            if s.tests_total is None
+                            else {"tests_passed": s.tests_passed, "tests_total": s.tests_total}
+                        ),
                         "output_tokens": r.output_tokens,
                         "wall_s": r.wall_s,
                         "agents": [a.__dict__ | {"latent_tokens": None} for a in r.agents],

@@ -9,7 +9,6 @@ no-new-privs, seccomp filter, execve).
 import ctypes
 import json
 import os
-import platform
 import resource
 import struct
 import sys
@@ -194,9 +193,9 @@ _SECCOMP_ARCH = {"x86_64": (0xC000003E, 41), "aarch64": (0xC00000B7, 198)}
 
 
 def install_seccomp():
-    arch = _SECCOMP_ARCH.get(platform.machine())
+    arch = _SECCOMP_ARCH.get(os.uname().machine)
     if arch is None:
-        info["errors"].append("seccomp: no filter for " + platform.machine())
+        info["errors"].append("seccomp: no filter for " + os.uname().machine)
         return False
     audit_arch, nr_socket = arch
     ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
@@ -255,7 +254,7 @@ info["dropped_privileges"] = root and info["interpreter_reachable"] and cfg["dro
 if root and not info["dropped_privileges"]:
     info["errors"].append("running as root: could not make the interpreter reachable for the sandbox uid")
 if cfg["seccomp"]:
-    info["seccomp"] = platform.machine() in _SECCOMP_ARCH
+    info["seccomp"] = os.uname().machine in _SECCOMP_ARCH
 os.write(status_fd, (json.dumps(info) + "\n").encode())
 child = os.fork()
 if child == 0:

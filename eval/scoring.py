@@ -112,7 +112,9 @@ _NUM_RE = re.compile(_NUM)
 _ANSWER_PHRASE_RE = re.compile(
     r"(?:final\s+answer|the\s+answer|answer)\s*(?:is|=|:)?\s*[:：]?\s*(.+)", re.IGNORECASE
 )
-_HASHES_RE = re.compile(r"####\s*(.+)")
+_HASHES_RE = re.compile(r"####[ \t]*([^\n]+)")
+# The text stops mid-sentence (on a word or an operator, not a number): its last number is a step.
+_CUT_OFF_RE = re.compile(r"(?:[^\W\d]|[,:;=+\-*/×(\[{])\s*$")
 
 
 def _clip_answer(s: str) -> str:
@@ -157,18 +159,20 @@ def _phrase_answer(rest: str) -> tuple[str | None, str]:
     return (ans, "phrase") if _numeric(ans) else (None, "no number")
 
 
-def extract_math_answer(text: str) -> tuple[str | None, str]:
+def extract_math_answer(text: str, last_number_when_cut_off: bool = False) -> tuple[str | None, str]:
     """The answer string of a math response and how it was found ("boxed", "####", "phrase", "last number").
 
-    Returns (None, reason) when nothing is found, or when the final answer phrase hedges between
-    two values ("between 3 and 5"): a hedge is no answer, whatever numbers came before it.
+    Returns (None, reason) when nothing is found, when the final answer phrase hedges between two
+    values ("between 3 and 5": a hedge is no answer, whatever numbers came before it), or when
+    only the last-number fallback is left and the text stops mid-sentence (its last number is an
+    unfinished step; `last_number_when_cut_off=True` takes it anyway, for comparisons).
     """
     boxed = extract_boxed(text)
     if boxed is not None:
         return boxed, "boxed"
-    hashes = _HASHES_RE.findall(text)
+    hashes = [h for h in (_clip_answer(x) for x in _HASHES_RE.findall(text)) if _numeric(h)]
     if hashes:
-        return _clip_answer(hashes[-1]), "####"
+        return hashes[-1], "####"
     phrases = list(_ANSWER_PHRASE_RE.finditer(text))
     if phrases:
         ans, how = _phrase_answer(phrases[-1].group(1))
@@ -177,6 +181,8 @@ def extract_math_answer(text: str) -> tuple[str | None, str]:
         if ans is not None:
             return ans, how
     numbers = list(_NUM_RE.finditer(text))
+    if numbers and last_number_when_cut_off is False and _CUT_OFF_RE.search(text[-200:]):
+        return None, "cut off mid-sentence"
     if numbers:
         last = numbers[-1]
         num = last.group(0)

@@ -444,7 +444,9 @@ def _rg_options(name: str) -> tuple[str, dict]:
     for pair in filter(None, query.split("&")):
         key, eq, value = pair.partition("=")
         if not eq or not key:
-            raise ValueError(f"task {name!r}: option {pair!r} is not key=value (e.g. rg:chain_sum?max_terms=2).")
+            raise ValueError(
+                f"task {name!r}: option {pair!r} is not key=value (e.g. rg:chain_sum?max_terms=2)."
+            )
         options[key] = yaml.safe_load(value)
     return rg_name, options
 

@@ -196,3 +196,27 @@ def test_humaneval_items_right_and_wrong():
         it = items[key]
         assert score(it, f"```python\n{it.meta['prompt']}{it.gold}```").correct, key
         assert not score(it, f"```python\n{it.meta['prompt']}    return None\n```").correct, key
+
+
+def test_plus_style_test_loop_counts_each_input():
+    """HumanEval+/MBPP+ style (numpy helper, a loop over inputs): each input is one test."""
+    pytest.importorskip("numpy", reason="the Plus tests compare floats with numpy")
+    tests = textwrap.dedent(
+        """
+        import numpy as np
+        def assertion(out, exp, atol):
+            if atol == 0 and isinstance(exp, float):
+                atol = 1e-6
+            if out != exp and atol != 0:
+                assert np.allclose(out, exp, rtol=1e-07, atol=atol)
+            else:
+                assert out == exp
+        inputs = [[1, 2], [2.5, 0.25], [10, -3]]
+        results = [3, 2.75, 7]
+        for inp, exp in zip(inputs, results):
+            assertion(add(*inp), exp, 0)
+        """
+    )
+    assert judge_code(RIGHT, tests, "add").tests_total == 3
+    partial = judge_code("def add(a, b):\n    return a * b if a == 1 else a + b\n", tests, "add")
+    assert not partial.passed and (partial.tests_passed, partial.tests_total) == (2, 3)

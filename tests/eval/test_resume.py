@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from agents.config import RunConfig
 from eval.report import load_results, print_report
 from eval.results_store import RunDirectoryBusy, RunLock, recover
 from eval.runner import EvalConfig, evaluate
@@ -19,9 +20,7 @@ ARGS = dict(
     task="arith",
     limit=4,
     methods="single",
-    batch_size=2,
-    latent_steps=1,
-    max_new_tokens=3,
+    run=RunConfig(batch_size=2, latent_steps=1, max_new_tokens=3),
     progress=False,
 )
 
@@ -114,7 +113,7 @@ def test_dtype_change_refused_batch_size_change_recorded(model_dir, clean_run, t
     out = _copy_run(clean, tmp_path / "run")
     with pytest.raises(ValueError, match="dtype"):
         evaluate(EvalConfig(model=model_dir, out=str(out), resume=True, **{**ARGS, "dtype": "bfloat16"}))
-    evaluate(EvalConfig(model=model_dir, out=str(out), resume=True, **{**ARGS, "batch_size": 4}))
+    evaluate(EvalConfig(model=model_dir, out=str(out), resume=True, **{**ARGS, "run": RunConfig(batch_size=4, latent_steps=1, max_new_tokens=3)}))
     resumes = json.loads((out / "manifest.json").read_text())["resumes"]
     assert resumes[-1]["changed"] == {"batch_size": [2, 4]}
 

@@ -1,4 +1,4 @@
-"""The four studies of issue 7, each writing `<name>.json` + `<name>.md` + PNG plots into `out/<name>/`.
+"""The four probe studies, each writing `<name>.json` + `<name>.md` + PNG plots into `out/<name>/`.
 
 * E1 `run_e1`: does evaluation awareness persist when the prompt says "you are deployed"?
 * E2 `run_e2`: can probes and steering tell sycophancy from scheming? (geometry vs split-half

@@ -1,4 +1,4 @@
-"""The two LoRA studies of issue 7 (E3 and the organism study); helpers shared with `probes.experiments`.
+"""The two LoRA studies (E3 and the organism study); helpers shared with `probes.experiments`.
 
 * E3 `run_e3`: a LoRA sycophancy fine-tune and the change in cue sensitivity and projections.
 * `run_organisms`: LoRA organisms with known drivers (researcher cue vs monitoring cue): do probes and

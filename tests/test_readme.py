@@ -16,5 +16,5 @@ def test_readme_has_python_snippets():
 @pytest.mark.parametrize("code", SNIPPETS, ids=[f"snippet{i + 1}" for i in range(len(SNIPPETS))])
 def test_snippet_runs(code, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)  # a snippet that wrote files would write them here
-    exec(compile(code, f"README snippet", "exec"), {"__name__": "readme"})
+    exec(compile(code, "README snippet", "exec"), {"__name__": "readme"})
     assert list(tmp_path.iterdir()) == []

@@ -3,10 +3,12 @@
 Layout of an output directory:
     manifest.json          the run's identity: config, seed, task source, package versions, model fingerprint
     results.jsonl          (or results.rank<R>.jsonl per process) appended and flushed after every batch
+    summary.json           per-method accuracy (Wilson 95% CI), tokens, seconds, time-ratio spread
 
 A killed run resumes with `resume=True`: lines already written are kept, a torn last line is dropped,
 and only missing (item, method) pairs run. A directory holding another run's manifest is never
-overwritten. Processes launched by `accelerate launch` (or `torchrun`) each take every N-th item and
+overwritten unless `overwrite=True`; the manifest is written only after every check passed and the
+model loaded, so a failed start leaves nothing behind. Processes launched by `accelerate launch` (or `torchrun`) each take every N-th item and
 write their own file; `eval.report` merges them.
 """
 

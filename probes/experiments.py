@@ -52,6 +52,7 @@ __all__ = ["EXPERIMENTS", "ProbeConfig", "run_e1", "run_e2", "run_experiment"]
 
 log = logging.getLogger(__name__)
 
+
 # ---------------------------------------------------------------------------------------------- helpers
 def _layers(m, cfg: ProbeConfig) -> list[int]:
     if cfg.layers:

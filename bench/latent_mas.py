@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import platform
 
+from agents.config import RunConfig
 from eval.report import load_results, summarize
 from eval.runner import EvalConfig, evaluate
 
@@ -38,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-new-tokens", type=int, default=96)
     p.add_argument("--batch-size", type=int, default=25)
     p.add_argument("--out", default="runs/bench_latent_mas")
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     args = p.parse_args(argv)
     from agents import DEFAULT_LATENT_STEPS
 
@@ -53,9 +55,12 @@ def main(argv: list[str] | None = None) -> int:
                 graph=graph,
                 limit=args.limit,
                 methods=methods,
-                latent_steps=k,
-                max_new_tokens=args.max_new_tokens,
-                batch_size=args.batch_size,
+                run=RunConfig(
+                    latent_steps=k,
+                    max_new_tokens=args.max_new_tokens,
+                    batch_size=args.batch_size,
+                    threads=args.threads,
+                ),
                 out=f"{args.out}/{_slug(args.task)}-{graph}-{methods.replace(',', '_')}-k{k}",
                 resume=True,
             )

@@ -3,12 +3,14 @@
 Layout of an output directory:
     manifest.json          the run's identity: config, seed, task source, package versions, model fingerprint
     results.jsonl          (or results.rank<R>.jsonl per process) appended and flushed after every batch
+    summary.json           per-method accuracy (Wilson 95% CI), tokens, seconds, time-ratio spread
 
 A killed run resumes with `resume=True`: every valid line is kept, unreadable lines (a torn last
 write, a corrupted byte) move to `results.jsonl.quarantine`, and only missing (item, method) pairs
 run; a resume whose model weights or dtype changed is refused (`eval.results_store`). One process
 at a time writes a results file (a lock). A directory holding another run's manifest is never
-overwritten. Processes launched by `accelerate launch` (or `torchrun`) each take every N-th item and
+overwritten unless `overwrite=True`; the manifest is written only after every check passed and the
+model loaded, so a failed start leaves nothing behind. Processes launched by `accelerate launch` (or `torchrun`) each take every N-th item and
 write their own file; `eval.report` merges them.
 """
 
@@ -154,6 +156,28 @@ def _clear_run(out: Path) -> None:
         f.unlink(missing_ok=True)
 
 
+def _record(item, result, graph: str, task: str, keep_latents: bool) -> dict:
+    """One results.jsonl line: the scored answer and the per-agent accounting (`latent_tokens`, the logit
+    lens of every latent thought, only when `inspect_latents` asked for it)."""
+    from eval.scoring import score
+
+    s = score(item, result.text)
+    return {
+        "item_id": item.id,
+        "method": result.method,
+        "graph": graph,
+        "task": task,
+        "prediction": result.text,
+        "extracted": s.extracted,
+        "gold": item.gold,
+        "correct": bool(s.correct),
+        **({} if s.tests_total is None else {"tests_passed": s.tests_passed, "tests_total": s.tests_total}),
+        "output_tokens": result.output_tokens,
+        "wall_s": result.wall_s,
+        "agents": [a.__dict__ | ({} if keep_latents else {"latent_tokens": None}) for a in result.agents],
+    }
+
+
 def evaluate(cfg: EvalConfig) -> Path:
     """Run (or resume) the evaluation; returns the output directory.
 
@@ -163,7 +187,6 @@ def evaluate(cfg: EvalConfig) -> Path:
     """
     import agents
     from eval.report import write_summary
-    from eval.scoring import score
     from eval.tasks import load_task
     from latent import load_model
 
@@ -209,25 +232,7 @@ def evaluate(cfg: EvalConfig) -> Path:
                 run = replace(cfg.run, method=method, seed=cfg.run.seed + start, progress=False)
                 res = agents.run(graph, model, questions, config=run)
                 for it, r in zip(batch, res):
-                    s = score(it, r.text)
-                    rec = {
-                        "item_id": it.id,
-                        "method": method,
-                        "graph": graph.name,
-                        "task": task.name,
-                        "prediction": r.text,
-                        "extracted": s.extracted,
-                        "gold": it.gold,
-                        "correct": bool(s.correct),
-                        **(
-                            {}
-                            if s.tests_total is None
-                            else {"tests_passed": s.tests_passed, "tests_total": s.tests_total}
-                        ),
-                        "output_tokens": r.output_tokens,
-                        "wall_s": r.wall_s,
-                        "agents": [a.__dict__ | {"latent_tokens": None} for a in r.agents],
-                    }
+                    rec = _record(it, r, graph.name, task.name, keep_latents=cfg.run.inspect_latents > 0)
                     fh.write(json.dumps(rec) + "\n")
                 fh.flush()
                 os.fsync(fh.fileno())  # a crash after this point loses nothing of this batch

@@ -1,6 +1,8 @@
 """Orchestrate LatentMAS from Python: compare methods on a few built-in problems and inspect latents.
 
-python examples/latentmas_quickstart.py [--model builtin:arith-mini]
+python examples/latentmas_quickstart.py [--model builtin:arith-mini] [--save-memory FILE.safetensors]
+
+Writes nothing unless --save-memory names a file.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--model", default="builtin:arith-mini")
     p.add_argument("--n", type=int, default=4)
+    p.add_argument("--save-memory", default=None, help="write the planner's working memory to this file")
     args = p.parse_args()
     model = load_model(args.model)
     problems = make_problems(args.n, seed=7, split="heldout")
@@ -37,10 +40,10 @@ def main() -> None:
     enc = model.encode([agents.PromptSet.load().messages("planner", questions[0])])
     st, pid = mem.write_tokens("planner", "prompt", enc["input_ids"], enc["attention_mask"], None, [])
     st, lid = mem.write_latent("planner", st, 8, [pid])
-    mem.save("planner_memory.safetensors")
-    print(
-        f"memory: {st.length} positions, {st.nbytes / 1024:.1f} KiB of KV, saved to planner_memory.safetensors"
-    )
+    print(f"memory: {st.length} positions, {st.nbytes / 1024:.1f} KiB of KV")
+    if args.save_memory:
+        mem.save(args.save_memory)
+        print(f"saved the working memory to {args.save_memory}")
 
 
 if __name__ == "__main__":

@@ -8,37 +8,24 @@ thoughts, st = m.think(st, steps=4)
 Names load on first use, so a light submodule (e.g. `latent.smoke`'s flags) imports no torch.
 """
 
-import importlib
+import lazy_loader
 
-_HOMES = {
-    "CATALOGUE": "latent.catalogue",
-    "cache_dir": "latent.catalogue",
-    "is_pulled": "latent.catalogue",
-    "pulled_path": "latent.catalogue",
-    "resolve_model_path": "latent.loading",
-    "PullError": "latent.pull",
-    "pull_model": "latent.pull",
-    "BuiltinModel": "latent.catalogue",
-    "builtin_path": "latent.catalogue",
-    "list_builtin_models": "latent.catalogue",
-    "load_model": "latent.loading",
-    "Generation": "latent.model",
-    "LatentModel": "latent.model",
-    "Realigner": "latent.realign",
-    "ridge_matrix": "latent.realign",
-    "LatentState": "latent.state",
-}
-
-__all__ = sorted(_HOMES)
-
-
-def __getattr__(name: str):
-    if name not in _HOMES:
-        raise AttributeError(f"module 'latent' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HOMES[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_HOMES))
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "catalogue": [
+            "CATALOGUE",
+            "BuiltinModel",
+            "builtin_path",
+            "cache_dir",
+            "is_pulled",
+            "list_builtin_models",
+            "pulled_path",
+        ],
+        "loading": ["load_model", "resolve_model_path"],
+        "pull": ["PullError", "pull_model"],
+        "model": ["Generation", "LatentModel"],
+        "realign": ["Realigner", "ridge_matrix"],
+        "state": ["LatentState"],
+    },
+)

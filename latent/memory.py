@@ -7,7 +7,7 @@ ordered list of segment ids; the memory turns a context into a `LatentState` in 
 1. the context is exactly what some agent's state holds -> copy that state;
 2. it is a subset of one state's positions (e.g. the `latent` view) -> select those positions; every key
    keeps the position it was computed at and new tokens continue after the highest one, so relative
-   positions stay true (the official code's truncation re-used positions, its pitfall P12);
+   positions stay true (the official code's truncation re-used positions);
 3. it mixes states that were computed independently (hierarchical fan-in: each expert started at
    position 0) -> re-prefill the concatenated embedding sequences with fresh, consecutive positions.
    Each expert's latent thoughts are kept exactly; only their keys/values are recomputed in sequence.

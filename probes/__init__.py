@@ -11,71 +11,51 @@ Names load on first use, so importing `probes.config` imports no torch; transfor
 sklearn and matplotlib load when a function needs them.
 """
 
-import importlib
+import lazy_loader
 
-_HOMES = {
-    "ACCEPT": "probes.data",
-    "ActivationSet": "probes.activations",
-    "EXPERIMENTS": "probes.config",
-    "cluster_bootstrap": "probes.stats",
-    "decide": "probes.stats",
-    "paired_effect": "probes.stats",
-    "elicit_items": "probes.elicit",
-    "elicited_p_eval": "probes.elicit",
-    "Item": "probes.data",
-    "LLMJudge": "probes.behaviour",
-    "POSITIONS": "probes.activations",
-    "ProbeConfig": "probes.config",
-    "REJECT": "probes.data",
-    "SteerSpec": "probes.steering",
-    "af_scenarios": "probes.data",
-    "auroc": "probes.directions",
-    "bootstrap_ci": "probes.directions",
-    "capture_items": "probes.activations",
-    "compliance_gap": "probes.behaviour",
-    "compliance_rate": "probes.behaviour",
-    "cosine": "probes.directions",
-    "diff_of_means": "probes.directions",
-    "eval_deploy_pairs": "probes.data",
-    "expected_comply": "probes.organisms",
-    "expected_sycophantic": "probes.organisms",
-    "extract_answer": "probes.behaviour",
-    "fit_direction": "probes.directions",
-    "generate_texts": "probes.steering",
-    "is_compliant": "probes.behaviour",
-    "is_refusal": "probes.behaviour",
-    "layer_scan": "probes.directions",
-    "load_requests": "probes.data",
-    "logistic_direction": "probes.directions",
-    "neutral_texts": "probes.data",
-    "organism_examples": "probes.organisms",
-    "pca_paired_direction": "probes.directions",
-    "perplexity": "probes.steering",
-    "random_like": "probes.steering",
-    "render": "probes.activations",
-    "reply_logprob": "probes.steering",
-    "run_experiment": "probes.experiments",
-    "split_half_cosine": "probes.directions",
-    "spoken_eval_awareness": "probes.behaviour",
-    "strip_scratchpad": "probes.behaviour",
-    "sweep": "probes.steering",
-    "sycophancy_factual": "probes.data",
-    "sycophancy_opinion": "probes.data",
-    "sycophancy_rate": "probes.behaviour",
-    "tpr_at_fpr": "probes.directions",
-    "train_lora": "probes.organisms",
-}
-
-__all__ = sorted(_HOMES)
-
-
-def __getattr__(name: str):
-    if name not in _HOMES:
-        raise AttributeError(f"module 'probes' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HOMES[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_HOMES))
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "activations": ["ActivationSet", "POSITIONS", "capture_items", "render"],
+        "behaviour": [
+            "LLMJudge",
+            "compliance_gap",
+            "compliance_rate",
+            "extract_answer",
+            "is_compliant",
+            "is_refusal",
+            "spoken_eval_awareness",
+            "strip_scratchpad",
+            "sycophancy_rate",
+        ],
+        "config": ["EXPERIMENTS", "ProbeConfig"],
+        "elicit": ["elicit_items", "elicited_p_eval"],
+        "stats": ["cluster_bootstrap", "decide", "paired_effect"],
+        "data": [
+            "ACCEPT",
+            "Item",
+            "REJECT",
+            "af_scenarios",
+            "eval_deploy_pairs",
+            "load_requests",
+            "neutral_texts",
+            "sycophancy_factual",
+            "sycophancy_opinion",
+        ],
+        "directions": [
+            "auroc",
+            "bootstrap_ci",
+            "cosine",
+            "diff_of_means",
+            "fit_direction",
+            "layer_scan",
+            "logistic_direction",
+            "pca_paired_direction",
+            "split_half_cosine",
+            "tpr_at_fpr",
+        ],
+        "experiments": ["run_experiment"],
+        "organisms": ["expected_comply", "expected_sycophantic", "organism_examples", "train_lora"],
+        "steering": ["SteerSpec", "generate_texts", "perplexity", "random_like", "reply_logprob", "sweep"],
+    },
+)

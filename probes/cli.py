@@ -38,6 +38,11 @@ def run(args: argparse.Namespace) -> int:
     from probes.experiments import run_experiment
 
     cfg = config_from_args(args)
+    from latentworks.cli import on_interrupt
+
+    on_interrupt(
+        f"the experiment did not finish; {cfg.out}/{cfg.experiment}/ holds no report. Rerun the command"
+    )
     t0 = time.perf_counter()
     result = run_experiment(cfg)
     print(

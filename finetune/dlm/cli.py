@@ -295,6 +295,12 @@ def run(args: argparse.Namespace) -> int:
         raise FileNotFoundError(
             f"no SFT model under {run_dir / 'sft'}: run `latentworks dlm sft --run-dir {run_dir}` first"
         )
+    from latentworks.cli import on_interrupt
+
+    on_interrupt(
+        f"finished stages are kept in {run_dir}; the same command continues (SFT and GRPO from their "
+        "last checkpoint)"
+    )
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2))
     timings_file = run_dir / "timings.json"

@@ -146,3 +146,18 @@ def test_split_half_strata_cancel_a_balanced_nuisance():
     plain = split_half_cosine(X, y, g, n_splits=10)[0]
     stratified = split_half_cosine(X, y, g, n_splits=10, strata=strata)[0]
     assert stratified > 0.5 > plain
+
+
+def test_auroc_and_bootstrap_match_the_libraries():
+    """auroc equals scikit-learn's roc_auc_score with ties; bootstrap_ci brackets the point estimate."""
+    import numpy as np
+    from sklearn.metrics import roc_auc_score
+
+    from probes.directions import auroc, bootstrap_ci
+
+    rng = np.random.default_rng(0)
+    y = (rng.random(60) > 0.4).astype(int)
+    s = (rng.normal(size=60) + y).round(1)  # rounding makes ties
+    assert abs(auroc(s, y) - roc_auc_score(y, s)) < 1e-12
+    lo, hi = bootstrap_ci(auroc, s, y, n_boot=100, seed=1)
+    assert lo < auroc(s, y) < hi and 0 <= lo < hi <= 1

@@ -81,11 +81,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--epochs", type=int, default=None, help="override training epochs")
     ap.add_argument("--methods", default=None, help=f"comma list, subset of {','.join(METHODS)} (quick mode)")
     ap.add_argument("--noise", type=float, default=0.6, help="symmetric label-noise rate of the quick mode")
+    ap.add_argument("--bits", type=int, default=16, help="code length of the quick mode")
+    ap.add_argument("--n-train", type=int, default=400, help="training pairs of the quick mode")
     args = ap.parse_demo(argv)
     if args.epochs is not None and args.epochs < 1:
         ap.error(f"--epochs must be >= 1, got {args.epochs}")
     if not 0.0 <= args.noise < 1.0:
         ap.error(f"--noise must lie in [0, 1), got {args.noise}")
+    if args.bits < 1 or args.n_train < 20:
+        ap.error(f"--bits must be >= 1 and --n-train >= 20, got {args.bits} and {args.n_train}")
     torch.set_num_threads(1)  # the demo machine is a shared 2-core box
     epochs = args.epochs or (3 if args.quick else 20)
     methods_q = tuple(args.methods.split(",")) if args.methods else METHODS
@@ -93,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown --methods {sorted(unknown)}; choose from {METHODS}")
     if args.quick:
-        settings = [(args.noise, 16, methods_q)]
+        settings = [(args.noise, args.bits, methods_q)]
     else:  # noise sweep at 32 bits; bit sweep and ablations at noise 0.6
         settings = [(r, 32, METHODS) for r in (0.2, 0.4, 0.6, 0.8)]
         settings += [(0.6, b, ("RFCMH", "CE")) for b in (16, 64, 128)]
@@ -104,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         for method in methods:
             res = []
             for seed in range(args.seeds):
-                d = digits_two_view(noise, seed, n_train=400 if args.quick else 1300)
+                d = digits_two_view(noise, seed, n_train=args.n_train if args.quick else 1300)
                 cfg = RFCMHConfig(num_bits=bits, epochs=epochs, seed=seed, warmup_epochs=min(3, epochs))
                 res.append(run_method(method, cfg, d))
             rows.append({"noise": noise, "bits": bits, "method": method, "runs": res})

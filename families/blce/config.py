@@ -24,7 +24,10 @@ class BLCEConfig:
     # Parameters of the algorithm
     design: str = field(
         default="uncertainty",
-        metadata={"help": "'uncertainty' = BLCE (max-uncertainty exploration); 'g_optimal' = BLCE-G."},
+        metadata={
+            "help": "'uncertainty' = BLCE (max-uncertainty exploration); 'g_optimal' = BLCE-G; 'strict_g' = "
+            "strictly batched baseline (explore by sampling a G-optimal design of the current context only)."
+        },
     )
     explore_frac: float = field(
         default=0.5,
@@ -55,9 +58,10 @@ class BLCEConfig:
             problems.append(f"`noise_std` must be >= 0, got {self.noise_std}.")
         if not self.theta_norm > 0:
             problems.append(f"`theta_norm` must be > 0, got {self.theta_norm}.")
-        if self.design not in ("uncertainty", "g_optimal"):
+        if self.design not in ("uncertainty", "g_optimal", "strict_g"):
             problems.append(
-                f"`design` must be 'uncertainty' (BLCE) or 'g_optimal' (BLCE-G), got {self.design!r}."
+                "`design` must be 'uncertainty' (BLCE), 'g_optimal' (BLCE-G) or 'strict_g' (strictly "
+                f"batched baseline), got {self.design!r}."
             )
         if not 0.0 < self.explore_frac < 1.0:
             problems.append(f"`explore_frac` must be in (0, 1), got {self.explore_frac}.")

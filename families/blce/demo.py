@@ -6,8 +6,8 @@ Prints tables (mean +- std over seeds) and writes results.json and blce_regret.p
 
 from __future__ import annotations
 
-import argparse
-import json
+import contextlib
+import io
 import math
 import time
 from collections.abc import Callable
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..demo_cli import DemoParser, finish_demo
 from .baselines import LinUCB, MabwiserDisjointLinUCB, kron_arms
 from .config import BLCEConfig
 from .data import LinearContextualEnv, run_bandit
@@ -35,6 +36,9 @@ def methods(T: int, d: int, glm: bool = False) -> dict[str, Callable[[], object]
         "BLCE (widths x0.1, c=0.1)": lambda: BLCE(d, BLCEConfig(horizon=T, glm=glm, **PRACTICAL)),
         "BLCE-G (widths x0.1, c=0.1)": lambda: BLCE(
             d, BLCEConfig(horizon=T, glm=glm, design="g_optimal", fw_iters=20, **PRACTICAL)
+        ),
+        "strictly batched G-design (widths x0.1, c=0.1)": lambda: BLCE(
+            d, BLCEConfig(horizon=T, glm=glm, design="strict_g", fw_iters=20, **PRACTICAL)
         ),
         "LinUCB (every round)": lambda: LinUCB(d, T),
         "RS-OFUL (det doubling)": lambda: LinUCB(d, T, refresh="det"),
@@ -154,35 +158,68 @@ def _plot(curves: dict[str, list[float]], T: int, path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    parser = DemoParser("blce", __doc__, seeds=3, quick_seeds=2)
+    parser.add_argument(
+        "--configs",
+        type=str,
+        default=None,
+        help="regret-part arm sets as KxD,KxD (default 10x5,100x5,1000x5,100x10)",
     )
-    parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds-long run")
-    parser.add_argument("--seeds", type=int, default=None, help="number of seeds (default 3, quick 2)")
-    parser.add_argument("--out", type=str, default="runs/blce", help="output folder")
-    args = parser.parse_args(argv)
-    n_seeds = args.seeds if args.seeds is not None else (2 if args.quick else 3)
-    if n_seeds < 1:
-        raise ValueError(f"`--seeds` must be >= 1, got {n_seeds}.")
+    parser.add_argument(
+        "--regret-only", action="store_true", help="skip the slope, logistic and disjoint parts"
+    )
+    args = parser.parse_demo(argv)
+    try:
+        configs = (
+            [tuple(int(v) for v in c.split("x")) for c in args.configs.split(",")] if args.configs else None
+        )
+    except ValueError:
+        parser.error(f"--configs must look like 1000x5,100x10, got {args.configs!r}")
+    if configs is not None and any(len(c) != 2 or min(c) < 1 for c in configs):
+        parser.error(f"--configs must look like 1000x5,100x10, got {args.configs!r}")
+    n_seeds = args.seeds
     seeds = list(range(n_seeds))
     wall0, cpu0 = time.time(), time.process_time()
+    slope = glm = disjoint = None
     if args.quick:
-        reg = regret_part([(10, 5), (100, 5)], 600, seeds)
-        slope = slope_part([300, 1000], seeds[:1])
-        glm = glm_part(400, seeds[:1])
-        disjoint = disjoint_part(200, seeds[:1])
+        reg = regret_part(configs or [(10, 5), (100, 5)], 600, seeds)
+        if not args.regret_only:
+            slope = slope_part([300, 1000], seeds[:1])
+            glm = glm_part(400, seeds[:1])
+            disjoint = disjoint_part(200, seeds[:1])
     else:
-        reg = regret_part([(10, 5), (100, 5), (1000, 5), (100, 10)], 10_000, seeds)
-        slope = slope_part([1000, 3000, 10_000, 30_000], seeds[:2])
-        glm = glm_part(5000, seeds)
-        disjoint = disjoint_part(2000, seeds)
+        reg = regret_part(configs or [(10, 5), (100, 5), (1000, 5), (100, 10)], 10_000, seeds)
+        if not args.regret_only:
+            slope = slope_part([1000, 3000, 10_000, 30_000], seeds[:2])
+            glm = glm_part(5000, seeds)
+            disjoint = disjoint_part(2000, seeds)
     wall, cpu = time.time() - wall0, time.process_time() - cpu0
+    table = io.StringIO()
+    with contextlib.redirect_stdout(table):
+        _print_tables(reg, slope, glm, disjoint, n_seeds, wall, cpu)
+    payload = {"regret": reg, "slope": slope, "glm": glm, "disjoint": disjoint, "cpu_s": cpu}
+    finish_demo(args, table.getvalue(), payload, wall)
+    _plot(reg["curves"], reg["horizon"], Path(args.out) / "blce_regret.png")
+    return 0
 
+
+def _print_tables(
+    reg: dict,
+    slope: dict | None,
+    glm: dict | None,
+    disjoint: dict | None,
+    n_seeds: int,
+    wall: float,
+    cpu: float,
+) -> None:
     T = reg["horizon"]
     print(f"\nstatic grid for T={T}: {static_grid(T)}")
     for cfg, rows in reg["tables"].items():
         print(f"\n== linear contexts, T={T}, {cfg}, {n_seeds} seeds ==")
         _table(rows)
+    if slope is None:
+        print(f"\nwall time {wall:.1f} s, CPU time {cpu:.1f} s (regret part only)")
+        return
     print("\n== log-log regret slope (K=100, d=5) ==")
     print("| method | T values | mean regret | slope |")
     print("|---|---|---|---|")
@@ -193,13 +230,6 @@ def main(argv: list[str] | None = None) -> int:
     print("\n== disjoint arms (K=10, context d=5, block features d=50) vs mabwiser ==")
     _table(disjoint)
     print(f"\nwall time {wall:.1f} s, CPU time {cpu:.1f} s")
-
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    payload = {"regret": reg, "slope": slope, "glm": glm, "disjoint": disjoint, "wall_s": wall, "cpu_s": cpu}
-    (out / "results.json").write_text(json.dumps(payload, indent=2))
-    _plot(reg["curves"], T, out / "blce_regret.png")
-    return 0
 
 
 if __name__ == "__main__":

@@ -87,6 +87,10 @@ class _Estimate:
 class BLCE:
     """BLCE (design='uncertainty') and BLCE-G (design='g_optimal'), optionally for logistic rewards.
 
+    design='strict_g' is the strictly batched baseline on the same grid and elimination: exploration
+    samples a near G-optimal design of the current context's survivors (as strictly batched static-grid
+    methods in the BatchLinUCB-DG line do), so no action depends on the interval's earlier rounds.
+
     Example:
         ```python
         agent = BLCE(dim=5, config=BLCEConfig(horizon=1000))
@@ -169,6 +173,11 @@ class BLCE:
         pos = self._position()
         design_share = c * c if self.interval > 0 else c  # BLCE-G's design segment (interval 1: c)
         explore_share = c if self.interval > 0 else 1.0  # BLCE explores the whole first interval
+        if self.config.design == "strict_g":  # strictly batched: the rule sees only this context
+            if pos < explore_share:  # and the frozen estimates, never this interval's history
+                pi = g_optimal_design(cand, self.config.fw_iters)
+                return int(keep[self.rng.choice(len(cand), p=pi / pi.sum())])
+            return int(keep[int(np.argmax(cand @ self.estimates[-1].theta))])
         if self.config.design == "g_optimal" and pos < design_share:
             pi = g_optimal_design(cand, self.config.fw_iters)
             return int(keep[self.rng.choice(len(cand), p=pi / pi.sum())])

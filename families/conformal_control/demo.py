@@ -7,14 +7,15 @@ writes results.json and cpc_tradeoff.png into --out.
 
 from __future__ import annotations
 
-import argparse
-import json
+import contextlib
+import io
 import math
 import time
 from pathlib import Path
 
 import numpy as np
 
+from ..demo_cli import DemoParser, finish_demo
 from .baselines import crc_bounds, crc_mapie, crc_textbook, ltt_mapie, mixture_risk_and_value
 from .boundary import (
     _quiet_model_logger,
@@ -220,25 +221,24 @@ def _plot(policy: dict, path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds-long run")
-    parser.add_argument("--seeds", type=int, default=None, help="problem seeds (default 3, quick 2)")
+    parser = DemoParser("conformal_control", __doc__, seeds=3, quick_seeds=2)
     parser.add_argument("--trials", type=int, default=None, help="calibration trials per seed (default 500)")
-    parser.add_argument("--out", type=str, default="runs/conformal_control", help="output folder")
-    args = parser.parse_args(argv)
-    n_seeds = args.seeds if args.seeds is not None else (2 if args.quick else 3)
+    args = parser.parse_demo(argv)
     trials = args.trials if args.trials is not None else (20 if args.quick else 500)
-    if n_seeds < 1 or trials < 1:
-        raise ValueError("`--seeds` and `--trials` must be >= 1.")
-    seeds = list(range(n_seeds))
+    if trials < 1:
+        parser.error(f"--trials must be >= 1, got {trials}")
+    seeds = list(range(args.seeds))
     start, cpu_start = time.time(), time.process_time()
     with _quiet_model_logger():  # uncertified calibrations are counted in the tables instead
         policy, nonmono, boundary = _run_parts(args.quick, seeds, trials)
     wall, cpu = time.time() - start, time.process_time() - cpu_start
-    _print_tables(policy, nonmono, boundary, n_seeds, trials)
-    _save(Path(args.out), policy, nonmono, boundary, wall, cpu, args.quick, trials)
+    table = io.StringIO()
+    with contextlib.redirect_stdout(table):
+        _print_tables(policy, nonmono, boundary, args.seeds, trials)
+        print(f"\nCPU time {cpu:.1f} s")
+    payload = {"policy": policy, "nonmonotone": nonmono, "boundary": boundary, "cpu_s": cpu, "trials": trials}
+    finish_demo(args, table.getvalue(), payload, wall)
+    _plot(policy, Path(args.out) / "cpc_tradeoff.png")
     return 0
 
 
@@ -307,31 +307,6 @@ def _print_tables(policy: dict, nonmono: dict, boundary: list[dict], n_seeds: in
             f"{r['fallback_se']:.4f} | {r['alpha_plus_delta']:.4f} | {r['abstain_mean']:.4f} +- "
             f"{r['abstain_se']:.4f} |"
         )
-
-
-def _save(
-    out: Path,
-    policy: dict,
-    nonmono: dict,
-    boundary: list[dict],
-    wall: float,
-    cpu: float,
-    quick: bool,
-    trials: int,
-) -> None:
-    print(f"\nwall time {wall:.1f} s, CPU time {cpu:.1f} s")
-    out.mkdir(parents=True, exist_ok=True)
-    payload = {
-        "policy": policy,
-        "nonmonotone": nonmono,
-        "boundary": boundary,
-        "wall_s": wall,
-        "cpu_s": cpu,
-        "quick": quick,
-        "trials": trials,
-    }
-    (out / "results.json").write_text(json.dumps(payload, indent=2))
-    _plot(policy, out / "cpc_tradeoff.png")
 
 
 if __name__ == "__main__":

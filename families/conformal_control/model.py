@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -298,3 +299,47 @@ class ConformalPolicyController:
         res = self.calibration
         logger.info("CPC chose beta=%.4g (grid position %d of %d)", res.beta, res.index, res.grid.size)
         return ConstrainedPolicy(self.safe, self.optimized, res.beta, res.psi)
+
+
+def calibrate_beta_sequential(
+    cal_log_new: np.ndarray,
+    cal_log_prev: np.ndarray,
+    cal_log_mix: np.ndarray,
+    cal_losses: np.ndarray,
+    grid: np.ndarray,
+    max_log_weight: Callable[[float], float],
+    alpha: float,
+    loss_bound: float = 1.0,
+) -> CalibrationResult:
+    """One later round of the sequential procedure: constrain pi_new against the previous round's
+    deployed policy pi_prev, pi_beta = min(pi_new, beta pi_prev) / psi, calibrating on all earlier
+    rounds' data, whose density is the mixture m of the policies that produced it.
+
+    The weights are pi_beta / m; psi cancels from the self-normalized bound exactly as in round one.
+    `max_log_weight(beta)` must return sup_x log(min(pi_new, beta pi_prev)(x) / m(x)) for the test point
+    (exact on enumerable spaces; a proposal maximum otherwise, as the reference code does).
+    The scan and the stopping rule are those of `calibrate_beta`; `certified=False` means abstain.
+    """
+    cal_losses = np.asarray(cal_losses, dtype=float)
+    n = cal_losses.shape[0]
+    if not (cal_log_new.shape == cal_log_prev.shape == cal_log_mix.shape == (n,)):
+        raise ValueError(
+            "`cal_log_new`, `cal_log_prev`, `cal_log_mix` and `cal_losses` must all have length n."
+        )
+    grid = np.asarray(grid, dtype=float)
+    if grid.ndim != 1 or grid.size == 0 or grid[0] != 0.0 or np.any(np.diff(grid) <= 0):
+        raise ValueError("`grid` must be strictly increasing and start at 0 (the previous policy itself).")
+    bounds = np.empty(grid.size)
+    for g, beta in enumerate(grid):
+        log_beta = math.log(beta) if beta > 0 else -np.inf
+        if beta == 0.0:  # pi_beta -> pi_prev
+            log_w = cal_log_prev - cal_log_mix
+        else:
+            log_w = np.minimum(cal_log_new, log_beta + cal_log_prev) - cal_log_mix
+        bounds[g] = weighted_bound(cal_losses, log_w, max_log_weight(float(beta)), loss_bound)
+    idx = fixed_sequence_select(bounds, alpha)
+    chosen = max(idx, 0)
+    return CalibrationResult(
+        beta=float(grid[chosen]), psi=float("nan"), grid=grid, bounds=bounds, index=idx,
+        certified=idx >= 0, direction="safe_first",
+    )  # fmt: skip

@@ -17,6 +17,7 @@ import numpy as np
 from .config import CovselConfig
 from .data import CausalInstance
 from .model import ADJUST, NOT_IDENTIFIABLE, ZERO, CovselResult, LocalCovariateSelector
+from .pag import PAG, pag_verdict
 
 logger = logging.getLogger(__name__)
 
@@ -127,12 +128,23 @@ def pag_adjustment(marks: np.ndarray, x: int, y: int) -> tuple[str, frozenset | 
     return ADJUST, frozenset(anc - forb - {x, y})
 
 
-def fci_select(data: np.ndarray | None, inst: CausalInstance, alpha: float = 0.01) -> CovselResult:
-    """Global baseline: FCI over all observed variables, then PAG adjustment. Indices are the instance's."""
+def fci_select(
+    data: np.ndarray | None, inst: CausalInstance, alpha: float = 0.01, exact: bool = False
+) -> CovselResult:
+    """Global baseline: FCI over all observed variables, then PAG adjustment. Indices are the instance's.
+
+    `exact=True` reads the PAG with the complete generalized adjustment criterion (`pag.pag_verdict`);
+    the default is the simplified reading above.
+    """
+    obs = inst.observed
+    if data is not None and data.shape[1] != len(obs):
+        raise ValueError(f"`data` must hold the {len(obs)} observed columns (in order), got {data.shape[1]}.")
     marks, n_tests = run_fci(data, inst if data is None else None, alpha)
-    obs = inst.observed if data is None else list(range(marks.shape[0]))
-    pos = {v: i for i, v in enumerate(obs)}
-    verdict, z = pag_adjustment(marks, pos[inst.x], pos[inst.y])
+    pos = {v: i for i, v in enumerate(obs)}  # FCI column of each observed instance node
+    if exact:
+        verdict, z = pag_verdict(PAG(marks), pos[inst.x], pos[inst.y])
+    else:
+        verdict, z = pag_adjustment(marks, pos[inst.x], pos[inst.y])
     z_orig = frozenset(obs[i] for i in z) if z is not None else None
     return CovselResult(verdict, z_orig, n_tests=n_tests)
 

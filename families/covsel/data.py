@@ -134,6 +134,27 @@ def random_instance(
     return CausalInstance(graph=g, latent=latent, x=int(x), y=int(y))
 
 
+def with_exogenous_parents(inst: CausalInstance, rng: np.random.Generator, k: int = 2) -> CausalInstance:
+    """Add `k` observed root nodes pointing into X (a v-structure at X), e.g. randomised encouragements.
+
+    Without such parents X's out-edges are rarely *visible* in the PAG, and then no CI-only method
+    can identify an adjustment set; with them identifiability is common, so completeness is measurable.
+    """
+    if k < 1:
+        raise ValueError(f"`k` must be >= 1, got {k}.")
+    g = inst.graph.copy()
+    d = g.number_of_nodes()
+    new = list(range(d, d + k))
+    g.add_nodes_from(new)
+    g.add_edges_from((w, inst.x) for w in new)
+    for w in new:  # an occasional extra child keeps the parents from being pure instruments
+        if rng.random() < 0.3:
+            others = [v for v in range(d) if v not in (inst.x, inst.y)]
+            if others:
+                g.add_edge(w, int(rng.choice(others)))
+    return CausalInstance(graph=g, latent=inst.latent, x=inst.x, y=inst.y)
+
+
 def trap_instance(rng: np.random.Generator, n_noise: int = 4, min_effect: float = 0.3) -> CausalInstance:
     """A linear SEM built to punish lazy adjustment: latent confounding, a mediator, traps.
 

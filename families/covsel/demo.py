@@ -13,13 +13,14 @@ Run: python -m families.covsel.demo [--quick] [--seeds 3] [--out runs/covsel]
 from __future__ import annotations
 
 import argparse
-import json
+import contextlib
+import io
 import time
-from pathlib import Path
 
 import numpy as np
 
-from .baselines import dowhy_true_graph_ace, ehs_select, fci_select
+from ..demo_cli import DemoParser, finish_demo
+from .baselines import dowhy_true_graph_ace, ehs_select, fci_select, run_fci
 from .citests import DSeparationOracle, FisherZTest
 from .config import CovselConfig
 from .data import (
@@ -31,8 +32,10 @@ from .data import (
     trap_instance,
     true_ace,
     valid_set_exists,
+    with_exogenous_parents,
 )
 from .model import ADJUST, ZERO, CovselResult, LocalCovariateSelector, estimate_ace
+from .pag import PAG, pag_verdict
 
 NSW_EXPERIMENTAL_ATE = 1794.34  # difference in means of the NSW experiment (Dehejia-Wahba sample)
 
@@ -51,23 +54,38 @@ def _correct(res: CovselResult, inst: CausalInstance) -> bool | None:
     return None
 
 
-def oracle_part(seed: int, n_graphs: int, n_nodes: int, max_k: int, with_global: bool) -> dict:
-    """Soundness / completeness / #tests on random DAGs with latents, d-separation oracle."""
+def oracle_part(
+    seed: int, n_graphs: int, n_nodes: int, max_k: int, with_global: bool, exogenous_parents: int = 0
+) -> dict:
+    """Soundness / completeness / #tests on random DAGs with latents, d-separation oracle.
+
+    Two completeness targets: the true DAG (a valid set exists) and the true PAG (a set valid in every
+    DAG with the same independences exists), the most any CI-only method can find.
+    """
     rng = np.random.default_rng(seed)
-    methods = ["LCS (local)", "EHS (pretreatment assumed)", "FCI + PAG adjustment"]
+    methods = [
+        "LCS (local)", "EHS (pretreatment assumed)", "FCI + PAG adjustment", "FCI + exact PAG criterion"
+    ]  # fmt: skip
     if with_global:
         methods.insert(1, "LCS (global search)")
-    rec = {m: {"answers": 0, "wrong": 0, "found": 0, "zero_ok": 0, "tests": [], "sec": []} for m in methods}
-    n_exists = n_zero = 0
+    keys = ("answers", "wrong", "found", "found_pag", "zero_ok", "zero_pag")
+    rec = {m: {**dict.fromkeys(keys, 0), "tests": [], "sec": []} for m in methods}
+    n_exists = n_zero = n_pag_adjust = n_pag_zero = 0
     for _ in range(n_graphs):
         inst = random_instance(rng, n_nodes=n_nodes, expected_degree=2.5, latent_frac=0.2)
+        if exogenous_parents:
+            inst = with_exogenous_parents(inst, rng, exogenous_parents)
         exists_eff = has_effect(inst) and valid_set_exists(inst)
+        pos = {v: i for i, v in enumerate(inst.observed)}
+        pag_says, _ = pag_verdict(PAG(run_fci(None, inst)[0]), pos[inst.x], pos[inst.y])
         n_exists += exists_eff
         n_zero += not has_effect(inst)
+        n_pag_adjust += pag_says == ADJUST
+        n_pag_zero += pag_says == ZERO
         for m in methods:
             t0 = time.perf_counter()
             if m.startswith("FCI"):
-                res = fci_select(None, inst)
+                res = fci_select(None, inst, exact="exact" in m)
             else:
                 ci = DSeparationOracle(inst.graph, inst.latent)
                 if m.startswith("EHS"):
@@ -83,13 +101,26 @@ def oracle_part(seed: int, n_graphs: int, n_nodes: int, max_k: int, with_global:
                 r["answers"] += 1
                 r["wrong"] += not ok
             r["found"] += bool(ok and res.verdict == ADJUST and exists_eff)
+            r["found_pag"] += bool(ok and res.verdict == ADJUST and pag_says == ADJUST)
             r["zero_ok"] += bool(ok and res.verdict == ZERO)
-    out = {"n_graphs": n_graphs, "n_effect_with_valid_set": n_exists, "n_zero_effect": n_zero}
+            r["zero_pag"] += bool(ok and res.verdict == ZERO and pag_says == ZERO)
+    out = {
+        "n_graphs": n_graphs,
+        "n_effect_with_valid_set": n_exists,
+        "n_zero_effect": n_zero,
+        "n_pag_adjust": n_pag_adjust,
+        "n_pag_zero": n_pag_zero,
+        "exogenous_parents": exogenous_parents,
+    }
     for m, r in rec.items():
         out[m] = {
             "soundness": 1.0 - r["wrong"] / max(r["answers"], 1),
             "set_found_rate": r["found"] / max(n_exists, 1),
+            "pag_completeness": r["found_pag"] / n_pag_adjust if n_pag_adjust else float("nan"),
             "zero_found_rate": r["zero_ok"] / max(n_zero, 1),
+            "pag_zero_completeness": r["zero_pag"] / n_pag_zero if n_pag_zero else float("nan"),
+            "found": r["found_pag"],
+            "found_zero": r["zero_pag"],
             "ci_tests": float(np.mean(r["tests"])),
             "sec": float(np.mean(r["sec"])),
         }
@@ -117,11 +148,9 @@ def finite_part(seed: int, n_inst: int, n: int, nonlinear: bool, alpha: float) -
             )
             ests[name] = _estimate(res, data, inst.x, inst.y, deg)
         # FCI sees only observed columns; map its set back to instance indices.
-        res = fci_select(data[:, obs], inst, alpha)
-        pos_set = None if res.adjustment_set is None else {obs[i] for i in res.adjustment_set}
-        ests["FCI + PAG adjustment"] = _estimate(
-            CovselResult(res.verdict, pos_set and frozenset(pos_set)), data, inst.x, inst.y, deg
-        )
+        for name, exact in (("FCI + PAG adjustment", False), ("FCI + exact PAG criterion", True)):
+            res = fci_select(data[:, obs], inst, alpha, exact=exact)  # sets come back as instance indices
+            ests[name] = _estimate(res, data, inst.x, inst.y, deg)
         ests["adjust-all"] = estimate_ace(data, inst.x, inst.y, inst.covariates, deg)
         ests["adjust-none"] = estimate_ace(data, inst.x, inst.y, [], deg)
         ests["DoWhy (true graph)"] = dowhy_true_graph_ace(data, inst)
@@ -165,6 +194,44 @@ def nsw_part(alpha: float) -> dict:
     return out
 
 
+def _wilson(k: int, n: int, z: float = 1.96) -> str:
+    """95% Wilson interval of a pooled rate k / n."""
+    if n == 0:
+        return "n/a"
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return f"{p:.3f} [{max(centre - half, 0):.3f}, {min(centre + half, 1):.3f}]"
+
+
+def _print_oracle(tag: str, runs: list[dict], n_graphs: int, n_nodes: int) -> None:
+    n_pag = sum(o["n_pag_adjust"] for o in runs)
+    print(
+        f"\n== Oracle mode, {tag}: {n_graphs} graphs/seed, {n_nodes} nodes, 20% latent, {len(runs)} seeds =="
+    )
+    print(
+        "effect cases with a valid set (true DAG) / seed: "
+        f"{_ms([o['n_effect_with_valid_set'] for o in runs], '{:.1f}')};"
+        f" identifiable from the PAG (pooled): {n_pag}; zero effect (true DAG) / seed: "
+        f"{_ms([o['n_zero_effect'] for o in runs], '{:.1f}')}"
+    )
+    n_pz = sum(o["n_pag_zero"] for o in runs)
+    print(
+        "| method | soundness | set found (true DAG) | set found / PAG-identifiable (pooled, Wilson 95%) "
+        f"| zero found (true DAG) | zero found / PAG-zero (pooled, n={n_pz}) | CI tests | sec |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    methods = [k for k in runs[0] if isinstance(runs[0][k], dict)]
+    for m in methods:
+        found = sum(o[m]["found"] for o in runs)
+        cells = [_ms([o[m][k] for o in runs]) for k in ("soundness", "set_found_rate")]
+        cells.append(_wilson(found, n_pag))
+        cells.append(_ms([o[m]["zero_found_rate"] for o in runs]))
+        cells.append(_wilson(sum(o[m]["found_zero"] for o in runs), n_pz))
+        cells += [_ms([o[m]["ci_tests"] for o in runs], "{:.0f}"), _ms([o[m]["sec"] for o in runs])]
+        print(f"| {m} | " + " | ".join(cells) + " |")
+
+
 def _ms(vals: list[float], fmt: str = "{:.3f}") -> str:
     vals = [v for v in vals if v == v]
     if not vals:
@@ -174,34 +241,32 @@ def _ms(vals: list[float], fmt: str = "{:.3f}") -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the three parts and print / save the tables."""
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="seconds-long smoke run")
-    p.add_argument("--seeds", type=int, default=3, help="number of seeds (mean +- std over them)")
-    p.add_argument("--out", type=Path, default=Path("runs/covsel"), help="output directory")
+    p = DemoParser("covsel", __doc__, seeds=3, quick_seeds=1)
     p.add_argument("--alpha", type=float, default=0.05, help="Fisher-z level in the finite-sample parts")
     p.add_argument("--skip-nsw", action="store_true", help="skip the causaldata NSW part")
-    args = p.parse_args(argv)
-    if args.seeds < 1:
-        raise ValueError(f"`--seeds` must be >= 1, got {args.seeds}.")
+    args = p.parse_demo(argv)
+    if not 0.0 < args.alpha < 1.0:
+        p.error(f"--alpha must lie in (0, 1), got {args.alpha}")
+    table = io.StringIO()
+    with contextlib.redirect_stdout(table):  # the tables are printed once, by finish_demo
+        payload, wall = _run_all(args)
+    finish_demo(args, table.getvalue(), payload, wall)
+    return 0
+
+
+def _run_all(args: argparse.Namespace) -> tuple[dict, float]:
     q = args.quick
     n_graphs, n_nodes, n_inst, n = (3, 8, 1, 600) if q else (20, 12, 5, 3000)
     t0 = time.time()
     seeds = list(range(args.seeds))
-    oracle = [oracle_part(s, n_graphs, n_nodes, max_k=3, with_global=True) for s in seeds]
-    methods = [k for k in oracle[0] if isinstance(oracle[0][k], dict)]
-    print(
-        f"\n== Oracle mode: {n_graphs} random DAGs/seed, {n_nodes} nodes, 20% latent, {len(seeds)} seeds =="
-    )
-    print(
-        f"effect cases with a valid set / seed: {_ms([o['n_effect_with_valid_set'] for o in oracle], '{:.1f}')}"
-    )
-    print(
-        f"{'method':30s} {'soundness':>14s} {'set found':>14s} {'zero found':>14s} {'CI tests':>16s} {'sec':>12s}"
-    )
-    for m in methods:
-        row = [_ms([o[m][k] for o in oracle]) for k in ("soundness", "set_found_rate", "zero_found_rate")]
-        row += [_ms([o[m]["ci_tests"] for o in oracle], "{:.0f}"), _ms([o[m]["sec"] for o in oracle])]
-        print(f"{m:30s} {row[0]:>14s} {row[1]:>14s} {row[2]:>14s} {row[3]:>16s} {row[4]:>12s}")
+    oracle = {}
+    for tag, k_exo in (("random DAGs", 0), ("random DAGs + 2 exogenous parents of X", 2)):
+        runs = [
+            oracle_part(s, n_graphs, n_nodes, max_k=3, with_global=True, exogenous_parents=k_exo)
+            for s in seeds
+        ]
+        oracle[tag] = runs
+        _print_oracle(tag, runs, n_graphs, n_nodes)
     finite = {}
     for nonlinear in (False, True):
         tag = "nonlinear" if nonlinear else "linear"
@@ -223,11 +288,7 @@ def main(argv: list[str] | None = None) -> int:
             ate = "n/a" if r["ate"] is None else f"{r['ate']:.0f}"
             print(f"{m:30s} verdict={r['verdict']:17s} ATE={ate:>7s} set={r['set']}")
     wall = time.time() - t0
-    print(f"\nwall time: {wall:.1f} s")
-    args.out.mkdir(parents=True, exist_ok=True)
-    result = {"oracle": oracle, "finite": finite, "nsw": nsw, "wall_s": wall, "quick": q, "seeds": seeds}
-    (args.out / "results.json").write_text(json.dumps(result, indent=2, default=str))
-    return 0
+    return {"oracle": oracle, "finite": finite, "nsw": nsw, "quick": q}, wall
 
 
 if __name__ == "__main__":

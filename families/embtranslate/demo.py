@@ -10,13 +10,14 @@ Run: `python -m families.embtranslate.demo [--quick] [--seeds 3] [--out runs/emb
 
 from __future__ import annotations
 
-import argparse
-import json
+import contextlib
+import io
 import time
 from pathlib import Path
 
 import numpy as np
 
+from ..demo_cli import DemoParser, finish_demo
 from .config import EmbTranslateConfig
 from .data import Pair, build_corpus, split_by_family
 from .embedders import MODELS, Embedder, cached_embed
@@ -131,19 +132,14 @@ def _ms(vals: list[float]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Embed the corpus (cached), run all seeds, print the tables, write results.json."""
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="small corpus, few steps, seconds-long")
-    ap.add_argument("--seeds", type=int, default=3, help="number of random ID/OOD splits")
+    ap = DemoParser("embtranslate", __doc__, seeds=3, quick_seeds=1)
     ap.add_argument("--models", default="glove,e5,minilm", help=f"A,B,C from {MODELS} (chain A->B->C)")
-    ap.add_argument("--out", type=Path, default=Path("runs/embtranslate"), help="output folder")
     ap.add_argument("--cache", type=Path, default=None, help="embedding cache folder (default OUT/cache)")
-    args = ap.parse_args(argv)
+    args = ap.parse_demo(argv)
     models = args.models.split(",")
     if len(models) != 3 or any(m not in MODELS for m in models):
         ap.error(f"--models needs three names from {MODELS}, got {args.models!r}")
-    if args.seeds < 1:
-        ap.error("--seeds must be >= 1")
-    args.cache = args.cache or args.out / "cache"
+    args.cache = args.cache or Path(args.out) / "cache"
     import torch
 
     torch.set_num_threads(1)  # small matrices: one thread avoids contention on the shared 2-core box
@@ -165,46 +161,46 @@ def main(argv: list[str] | None = None) -> int:
     t_embed = time.time() - t0
     runs = [run_seed(emb, models, corpus, args, s) for s in range(args.seeds)]
     wall = time.time() - t0
-    A, B, C = models
-    print(
-        f"Retrieval over {args.n_test} ID and {args.n_test} OOD ({'+'.join(OOD_FAMILIES)}) pairs; "
-        f"translate {B}->{C}; mix = {C}-index with 1/3 native, 1/3 from {B}, 1/3 from {A}; chain {A}->{B}->{C}"
-    )
-    head = (
-        f"{'method':<12}{'params':>9} {'ID R@10':>13} {'ID R@100':>13} {'OOD R@10':>13} {'OOD R@100':>13} "
-        f"{'mix OOD R@100':>14} {'chain OOD R@100':>16} {'direct A->C R@100':>18}"
-    )
-    print(head)
-    print("-" * len(head))
-    ref = [r for r in runs]
-    print(
-        f"{'re-embed':<12}{'-':>9} {_ms([r['re-embed/ID']['r10'] for r in ref]):>13} "
-        f"{_ms([r['re-embed/ID']['r100'] for r in ref]):>13} {_ms([r['re-embed/OOD']['r10'] for r in ref]):>13} "
-        f"{_ms([r['re-embed/OOD']['r100'] for r in ref]):>13} {_ms([r['re-embed/OOD']['r100'] for r in ref]):>14}"
-    )
-    for m in args.methods:
-        g = [r[m] for r in runs]
+    table = io.StringIO()
+    with contextlib.redirect_stdout(table):
+        A, B, C = models
         print(
-            f"{m:<12}{g[0]['params']:>9} {_ms([x['ID']['r10'] for x in g]):>13} {_ms([x['ID']['r100'] for x in g]):>13} "
-            f"{_ms([x['OOD']['r10'] for x in g]):>13} {_ms([x['OOD']['r100'] for x in g]):>13} "
-            f"{_ms([x['mix/OOD']['r100'] for x in g]):>14} {_ms([x['chain/OOD']['r100'] for x in g]):>16} "
-            f"{_ms([x['direct A->C/OOD']['r100'] for x in g]):>18}"
+            f"Retrieval over {args.n_test} ID and {args.n_test} OOD ({'+'.join(OOD_FAMILIES)}) pairs; "
+            f"translate {B}->{C}; mix = {C}-index with 1/3 native, 1/3 from {B}, 1/3 from {A}; chain {A}->{B}->{C}"
         )
-    print()
-    head2 = f"{'method':<12} {'AUROC geom':>13} {'AUROC NN-sim':>13} {'AUROC chain':>13} {'conf ID':>13} {'conf OOD':>13}"
-    print(head2)
-    print("-" * len(head2))
-    for m in args.methods:
-        g = [r[m] for r in runs]
+        head = (
+            f"{'method':<12}{'params':>9} {'ID R@10':>13} {'ID R@100':>13} {'OOD R@10':>13} {'OOD R@100':>13} "
+            f"{'mix OOD R@100':>14} {'chain OOD R@100':>16} {'direct A->C R@100':>18}"
+        )
+        print(head)
+        print("-" * len(head))
+        ref = [r for r in runs]
         print(
-            f"{m:<12} {_ms([x['auroc_geom'] for x in g]):>13} {_ms([x['auroc_nn'] for x in g]):>13} "
-            f"{_ms([x['auroc_chain'] for x in g]):>13} {_ms([x['conf_id'] for x in g]):>13} {_ms([x['conf_ood'] for x in g]):>13}"
+            f"{'re-embed':<12}{'-':>9} {_ms([r['re-embed/ID']['r10'] for r in ref]):>13} "
+            f"{_ms([r['re-embed/ID']['r100'] for r in ref]):>13} {_ms([r['re-embed/OOD']['r10'] for r in ref]):>13} "
+            f"{_ms([r['re-embed/OOD']['r100'] for r in ref]):>13} {_ms([r['re-embed/OOD']['r100'] for r in ref]):>14}"
         )
-    print(f"seeds={args.seeds} models={args.models} embed={t_embed:.0f}s wall={wall:.0f}s")
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(
-        json.dumps({"models": models, "wall_s": wall, "runs": runs}, indent=1)
-    )
+        for m in args.methods:
+            g = [r[m] for r in runs]
+            print(
+                f"{m:<12}{g[0]['params']:>9} {_ms([x['ID']['r10'] for x in g]):>13} {_ms([x['ID']['r100'] for x in g]):>13} "
+                f"{_ms([x['OOD']['r10'] for x in g]):>13} {_ms([x['OOD']['r100'] for x in g]):>13} "
+                f"{_ms([x['mix/OOD']['r100'] for x in g]):>14} {_ms([x['chain/OOD']['r100'] for x in g]):>16} "
+                f"{_ms([x['direct A->C/OOD']['r100'] for x in g]):>18}"
+            )
+        print()
+        head2 = f"{'method':<12} {'AUROC geom':>13} {'AUROC NN-sim':>13} {'AUROC chain':>13} {'conf ID':>13} {'conf OOD':>13}"
+        print(head2)
+        print("-" * len(head2))
+        for m in args.methods:
+            g = [r[m] for r in runs]
+            print(
+                f"{m:<12} {_ms([x['auroc_geom'] for x in g]):>13} {_ms([x['auroc_nn'] for x in g]):>13} "
+                f"{_ms([x['auroc_chain'] for x in g]):>13} {_ms([x['conf_id'] for x in g]):>13} {_ms([x['conf_ood'] for x in g]):>13}"
+            )
+        print(f"seeds={args.seeds} models={args.models} embed={t_embed:.0f}s wall={wall:.0f}s")
+    args.cfg, args.cache = vars(args.cfg), str(args.cache)  # plain values for results.json
+    finish_demo(args, table.getvalue(), {"models": models, "runs": runs}, wall)
     return 0
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-_SELECTIONS = ("kl", "topk")
+_SELECTIONS = ("kl", "topk", "relaxed")
 
 
 @dataclass
@@ -50,7 +50,12 @@ class MemExplainerConfig:
         default=None,  # None = the full memory backtracking tree; 0 = topology tree only
         metadata={"help": "Memory updates to backtrack from each memory vector (None = all)."},
     )
-    selection: str = field(default="kl", metadata={"help": "'kl' (exact KL-optimal subset) or 'topk'."})
+    selection: str = field(
+        default="kl",
+        metadata={
+            "help": "'kl' (exact KL-optimal subset), 'relaxed' (the reference code's convex relaxation) or 'topk'."
+        },
+    )
     include_bias: bool = field(
         default=True,  # the paper's objective has no bias term because its LRP rule absorbs biases
         metadata={"help": "Use sigmoid(b + sum c_S) (True) or sigmoid(sum c_S) in the KL objective."},

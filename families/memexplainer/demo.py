@@ -11,8 +11,9 @@ baselines (gradient x input, captum integrated gradients, attention weights, ran
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
-import json
+import io
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -20,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..demo_cli import DemoParser, finish_demo
 from .baselines import attention_scores, grad_x_input, integrated_gradients, random_scores, topk_events
 from .config import MemExplainerConfig
 from .data import EventStreams, make_streams
@@ -29,6 +31,7 @@ from .model import accuracy, train_tgn
 METHODS = (
     "MemExplainer (KL)",
     "MemExplainer (KL, no b)",
+    "MemExplainer (relaxed)",
     "MemExplainer (top-k)",
     "no memory tree (KL)",
     "grad x input",
@@ -91,6 +94,8 @@ def run_seed(seed: int, args: argparse.Namespace) -> dict:
     scores = {
         "MemExplainer (KL)": (KL, full),
         "MemExplainer (KL, no b)": (dict(selection="kl", include_bias=False), full),  # paper's objective
+        # the reference code's convex relaxation with its objective (no b), then the k largest x
+        "MemExplainer (relaxed)": (dict(selection="relaxed", include_bias=False), full),
         "MemExplainer (top-k)": (dict(selection="topk"), full),
         "no memory tree (KL)": (KL, topo),
         "grad x input": ("score", grad_x_input(m64, test).numpy()),
@@ -161,17 +166,10 @@ def _print_table(runs: list[dict], key: str, title: str, digits: int = 3) -> Non
 
 def main(argv: list[str] | None = None) -> int:
     """Run the demo and print recall / fidelity tables (mean +- std over seeds)."""
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument(
-        "--quick", action="store_true", help="seconds-long smoke run (tiny training and test set)"
-    )
-    ap.add_argument("--seeds", type=int, default=3, help="number of seeds (mean +- std)")
+    ap = DemoParser("memexplainer", __doc__, seeds=3, quick_seeds=1)
     ap.add_argument("--train-steps", type=int, default=None, help="override the Adam steps")
     ap.add_argument("--explain", type=int, default=None, help="number of held-out streams to explain")
-    ap.add_argument("--out", type=Path, default=Path("runs/memexplainer"), help="output folder")
-    args = ap.parse_args(argv)
-    if args.seeds < 1:
-        ap.error("--seeds must be >= 1")
+    args = ap.parse_demo(argv)
     torch.set_num_threads(1)  # the demo machine is a shared 2-core box
     args.train_steps = args.train_steps or (40 if args.quick else 300)
     args.explain = args.explain or (16 if args.quick else 200)
@@ -183,34 +181,36 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     runs = [run_seed(seed, args) for seed in range(args.seeds)]
     wall = time.time() - t0
-    print(
-        f"seeds={args.seeds} train_steps={args.train_steps} explained streams={args.explain} wall={wall:.0f}s"
-    )
-    print(f"test accuracy            {_fmt([r['accuracy'] for r in runs])}")
-    print(f"true positives explained {_fmt([r['n_true_positive'] for r in runs], 1)}")
-    print(f"max |sum terms - logit|  {max(r['conservation_max_abs'] for r in runs):.2e} (float64)")
-    print(f"explain time / stream    {_fmt([r['explain_ms_per_stream'] for r in runs], 1)} ms")
-    for name in ("full tree", "topology only"):
-        terms = " ".join(
-            f"{t}={_fmt([r[f'non_event[{name}]'][t] for r in runs], 2)}" for t in (*NON_EVENT_TERMS, "events")
+    table = io.StringIO()
+    with contextlib.redirect_stdout(table):
+        print(
+            f"seeds={args.seeds} train_steps={args.train_steps} explained streams={args.explain} wall={wall:.0f}s"
         )
-        print(f"mean terms, {name:<13} {terms}")
-    _print_table(runs, "recall", "Recall@k of the planted trigger (true-positive streams)")
-    _print_table(
-        runs, "kl", "KL(p || p_S), model replayed on the k selected events only (lower is better)", 4
-    )
-    _print_table(runs, "dp", "|p - p_S| on the k selected events only (lower is better)")
-    print("\nObjective each row optimises, KL(p || sigmoid(b + sum_S c)) with no replay ('no b': b = 0)")
-    for method in runs[0]["surrogate_kl"]:
-        cells = [_fmt([r["surrogate_kl"][method][i] for r in runs], 4) for i in range(len(KS))]
-        print(f"{method:<24}" + "".join(f"{c:>17}" for c in cells))
-    print("\nRecall@1 of the trigger (KL selection) vs memory-tree depth (0 = topology tree only)")
-    for depth in args.depths:
-        print(f"  max_depth={str(depth):<5} {_fmt([r['depth_recall@1'][str(depth)] for r in runs])}")
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(json.dumps({"wall_s": wall, "ks": KS, "runs": runs}, indent=1))
+        print(f"test accuracy            {_fmt([r['accuracy'] for r in runs])}")
+        print(f"true positives explained {_fmt([r['n_true_positive'] for r in runs], 1)}")
+        print(f"max |sum terms - logit|  {max(r['conservation_max_abs'] for r in runs):.2e} (float64)")
+        print(f"explain time / stream    {_fmt([r['explain_ms_per_stream'] for r in runs], 1)} ms")
+        for name in ("full tree", "topology only"):
+            terms = " ".join(
+                f"{t}={_fmt([r[f'non_event[{name}]'][t] for r in runs], 2)}"
+                for t in (*NON_EVENT_TERMS, "events")
+            )
+            print(f"mean terms, {name:<13} {terms}")
+        _print_table(runs, "recall", "Recall@k of the planted trigger (true-positive streams)")
+        _print_table(
+            runs, "kl", "KL(p || p_S), model replayed on the k selected events only (lower is better)", 4
+        )
+        _print_table(runs, "dp", "|p - p_S| on the k selected events only (lower is better)")
+        print("\nObjective each row optimises, KL(p || sigmoid(b + sum_S c)) with no replay ('no b': b = 0)")
+        for method in runs[0]["surrogate_kl"]:
+            cells = [_fmt([r["surrogate_kl"][method][i] for r in runs], 4) for i in range(len(KS))]
+            print(f"{method:<24}" + "".join(f"{c:>17}" for c in cells))
+        print("\nRecall@1 of the trigger (KL selection) vs memory-tree depth (0 = topology tree only)")
+        for depth in args.depths:
+            print(f"  max_depth={str(depth):<5} {_fmt([r['depth_recall@1'][str(depth)] for r in runs])}")
+    finish_demo(args, table.getvalue(), {"ks": KS, "runs": runs}, wall)
     if not args.quick:  # matplotlib costs a second; the smoke run skips the figure
-        _plot(runs, args.out / "memexplainer.png")
+        _plot(runs, Path(args.out) / "memexplainer.png")
     return 0
 
 

@@ -255,6 +255,21 @@ def _closest_subset_milp(c: np.ndarray, k: int, target: float, below: bool) -> n
     return np.flatnonzero(res.x > 0.5)
 
 
+def _relaxed_selection(c: np.ndarray, k: int, logit: float, base: float) -> np.ndarray:
+    """The reference code's relaxation: x in [0, 1]^n, sum x = k, minimise the KL in s = base + c.x
+    (convex: softplus(s) - p s plus constants), solved by cvxpy; keep the k largest x."""
+    import cvxpy as cp
+
+    x = cp.Variable(c.size)
+    p = 1.0 / (1.0 + np.exp(-logit))
+    s = base + c @ x
+    problem = cp.Problem(cp.Minimize(cp.logistic(s) - p * s), [cp.sum(x) == k, x >= 0, x <= 1])
+    problem.solve(solver=cp.CLARABEL if "CLARABEL" in cp.installed_solvers() else cp.SCS)
+    if x.value is None:
+        raise RuntimeError(f"cvxpy could not solve the relaxed selection ({problem.status}).")
+    return np.argsort(-x.value, kind="stable")[:k]
+
+
 def select_events(
     contrib: np.ndarray,
     logit: float,
@@ -269,6 +284,8 @@ def select_events(
     method "kl": exact minimiser of KL(Bern(sigmoid(logit)) || Bern(sigmoid(base + sum_S c))) over
     |S| = k among events with non-zero contribution (exhaustive when C(n, k) <= exhaustive_limit,
     else two HiGHS MILPs for the closest subset sum below / above logit - base).
+    method "relaxed": the reference code's convex relaxation (x in [0, 1], sum x = k), then the k
+    largest x; ties inside the relaxation's optimal face are broken by the solver.
     method "topk": the k largest contributions towards the predicted class, sign(logit) * c.
     Events outside the explanation (c == 0 exactly) only fill the set, at random, when fewer than k
     events have a contribution.
@@ -278,8 +295,8 @@ def select_events(
         raise ValueError("`contrib` must be a non-empty 1-D array of finite contributions.")
     if not 1 <= k <= c.size:
         raise ValueError(f"`k` must lie in [1, {c.size}], got {k}.")
-    if method not in ("kl", "topk"):
-        raise ValueError(f"`method` must be 'kl' or 'topk', got {method!r}.")
+    if method not in ("kl", "topk", "relaxed"):
+        raise ValueError(f"`method` must be 'kl', 'relaxed' or 'topk', got {method!r}.")
     rng = rng or np.random.default_rng(0)
     cand = np.flatnonzero(c != 0.0)
     kk = min(k, cand.size)
@@ -288,6 +305,8 @@ def select_events(
     elif method == "topk":
         sign = 1.0 if logit >= 0 else -1.0
         chosen = cand[np.lexsort((rng.random(cand.size), -sign * c[cand]))[:kk]]
+    elif method == "relaxed":
+        chosen = cand[_relaxed_selection(c[cand], kk, logit, base)]
     elif math.comb(cand.size, kk) <= exhaustive_limit:
         combos = np.array(list(itertools.combinations(range(cand.size), kk)))
         obj = bernoulli_kl_logits(logit, base + c[cand][combos].sum(1))

@@ -6,8 +6,8 @@ Prints tables (mean +- std over seeds) and writes results.json and mira_scores.p
 
 from __future__ import annotations
 
-import argparse
-import json
+import contextlib
+import io
 import time
 from pathlib import Path
 
@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from scipy import stats
 
+from ..demo_cli import DemoParser, finish_demo
 from .baselines import joint_c2st, official_mira, sbc_ks, tarp_atc
 from .config import MiraConfig
 from .data import RegressionModel, gaussian_problem, regression_problem
@@ -156,18 +157,13 @@ def _plot(gauss: dict, path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="tiny sizes, seconds-long run")
-    parser.add_argument("--seeds", type=int, default=None, help="number of seeds (default 3, quick 2)")
-    parser.add_argument("--num-runs", type=int, default=None, help="Monte Carlo runs (default 50, quick 10)")
-    parser.add_argument("--out", type=str, default="runs/mira", help="output folder")
+    parser = DemoParser("mira", __doc__, seeds=3, quick_seeds=2)
+    parser.add_argument("--num-runs", type=int, default=None, help="Monte Carlo runs (default 30, quick 10)")
     parser.add_argument("--no-sbi", action="store_true", help="skip the sbi peers (SBC, TARP, C2ST)")
-    args = parser.parse_args(argv)
-    n_seeds = args.seeds if args.seeds is not None else (2 if args.quick else 3)
-    if n_seeds < 1:
-        raise ValueError(f"`--seeds` must be >= 1, got {n_seeds}.")
+    args = parser.parse_demo(argv)
+    if args.num_runs is not None and args.num_runs < 1:
+        parser.error(f"--num-runs must be >= 1, got {args.num_runs}")
+    n_seeds = args.seeds
     cfg = MiraConfig(num_runs=args.num_runs or (10 if args.quick else 30), normalize=True)
     seeds = list(range(n_seeds))
     start, cpu_start = time.time(), time.process_time()
@@ -180,7 +176,24 @@ def main(argv: list[str] | None = None) -> int:
         reg = regression_part(list(range(max(n_seeds, 10))), cfg, T=400, S=200, with_sbi=not args.no_sbi)
         dims = dimension_part(seeds, cfg, [2, 5, 10, 20], T=300, S=100)
     wall, cpu = time.time() - start, time.process_time() - cpu_start
+    table = io.StringIO()
+    with contextlib.redirect_stdout(table):
+        _print_tables(gauss, reg, dims, seeds, args.quick, wall, cpu)
+    payload = {
+        "gaussian": gauss,
+        "regression": reg,
+        "dimension": dims,
+        "cpu_s": cpu,
+        "num_runs": cfg.num_runs,
+    }
+    finish_demo(args, table.getvalue(), payload, wall)
+    _plot(gauss, Path(args.out) / "mira_scores.png")
+    return 0
 
+
+def _print_tables(
+    gauss: dict, reg: dict, dims: dict, seeds: list[int], quick: bool, wall: float, cpu: float
+) -> None:
     print(f"\n== Gaussian cases (q=2), {len(seeds)} seeds, reference {gauss['reference']:.4f} ==")
     cols = ["mira", "z", "official", "abs_diff_official", "energy", "sbc_ks", "tarp_atc", "joint_c2st"]
     print("| case | " + " | ".join(cols) + " |")
@@ -212,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     for method, a in reg["agreement"].items():
         print(f"| {method} | {_ms(a['spearman'], '.3f')} | {100 * np.mean(a['top1']):.0f}% |")
 
-    print("\n== z-score vs dimension (T=300, S=100) ==" if not args.quick else "\n== z-score vs dimension ==")
+    print("\n== z-score vs dimension (T=300, S=100) ==" if not quick else "\n== z-score vs dimension ==")
     print("| q | correct | too_narrow | prior_only |")
     print("|---|---|---|---|")
     for q, r in dims.items():
@@ -220,21 +233,6 @@ def main(argv: list[str] | None = None) -> int:
             f"| {q} | " + " | ".join(_ms(r[n], ".2f") for n in ("correct", "too_narrow", "prior_only")) + " |"
         )
     print(f"\nwall time {wall:.1f} s, CPU time {cpu:.1f} s")
-
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    payload = {
-        "gaussian": gauss,
-        "regression": reg,
-        "dimension": dims,
-        "wall_s": wall,
-        "cpu_s": cpu,
-        "quick": args.quick,
-        "num_runs": cfg.num_runs,
-    }
-    (out / "results.json").write_text(json.dumps(payload, indent=2))
-    _plot(gauss, out / "mira_scores.png")
-    return 0
 
 
 if __name__ == "__main__":

@@ -13,13 +13,13 @@ Run: python -m families.moretro.demo [--quick] [--seeds 3] [--env all|toy|rdkit]
 
 from __future__ import annotations
 
-import argparse
-import json
+import contextlib
+import io
 import time
-from pathlib import Path
 
 import numpy as np
 
+from ..demo_cli import DemoParser, finish_demo
 from .baselines import retro_star_per_weight, weighted_sum_restarts
 from .config import MORetroConfig
 from .data import (
@@ -215,24 +215,18 @@ def _rdkit_section(seeds: int, quick: bool) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the chosen environments over all seeds, print the tables, write results.json."""
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="seconds-long smoke run")
-    p.add_argument("--seeds", type=int, default=3, help="number of seeds (mean +- std over seeds)")
+    p = DemoParser("moretro", __doc__, seeds=3, quick_seeds=1)
     p.add_argument("--env", choices=["all", "toy", "rdkit"], default="all", help="which environments to run")
-    p.add_argument("--out", type=Path, default=Path("runs/moretro"), help="output directory")
-    args = p.parse_args(argv)
-    if args.seeds < 1:
-        raise ValueError(f"`--seeds` must be >= 1, got {args.seeds}.")
+    args = p.parse_demo(argv)
     t0 = time.time()
     results: dict = {"quick": args.quick}
-    if args.env in ("all", "toy"):
-        results["toy"] = _toy_section(args.seeds, args.quick)
-    if args.env in ("all", "rdkit"):
-        results["rdkit"] = _rdkit_section(args.seeds, args.quick)
-    results["wall_s"] = wall = time.time() - t0
-    print(f"\nwall time: {wall:.1f} s")
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(json.dumps(results, indent=2))
+    table = io.StringIO()
+    with contextlib.redirect_stdout(table):
+        if args.env in ("all", "toy"):
+            results["toy"] = _toy_section(args.seeds, args.quick)
+        if args.env in ("all", "rdkit"):
+            results["rdkit"] = _rdkit_section(args.seeds, args.quick)
+    finish_demo(args, table.getvalue(), results, time.time() - t0)
     return 0
 
 

@@ -6,8 +6,8 @@ Prints mAP@all (I2T, T2I) and the AUROC of each method's label-reliability score
 
 from __future__ import annotations
 
-import argparse
-import json
+import contextlib
+import io
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -15,12 +15,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..demo_cli import DemoParser, finish_demo
 from .baselines import cleanlab_issues, softmax_label_confidence, train_supervised_hashing
 from .config import RFCMHConfig
 from .data import TwoViewSplit, digits_two_view
 from .model import mean_average_precision, sample_reliability, train_rfcmh
+from .robust_baselines import train_rshnl, train_scbch
 
-METHODS = ("RFCMH", "CE", "LabelSmooth(0.3)", "cleanlab+CE", "PML-MultiSim")
+METHODS = ("RFCMH", "RSHNL", "SCBCH", "CE", "LabelSmooth(0.3)", "cleanlab+CE", "PML-MultiSim")
 ABLATIONS = {
     "RFCMH-1 (no warm-up)": dict(warmup_epochs=0),
     "RFCMH-3 (no DGSA)": dict(use_dgsa=False),
@@ -51,6 +53,9 @@ def run_method(method: str, cfg: RFCMHConfig, d: TwoViewSplit) -> dict[str, floa
     if method.startswith("RFCMH"):
         model = train_rfcmh(replace(cfg, **ABLATIONS.get(method, {})), x1, x2, y)
         score = sample_reliability(model, x1, x2, y).numpy()
+    elif method in ("RSHNL", "SCBCH"):  # noise-robust hashing baselines from the paper's table
+        model, weight = (train_rshnl if method == "RSHNL" else train_scbch)(cfg, x1, x2, y)
+        score = weight.numpy()
     elif method == "cleanlab+CE":
         issues, score = cleanlab_issues(x1, x2, y, cfg.seed)
         keep = torch.from_numpy(~issues)
@@ -72,15 +77,19 @@ def _fmt(vals: list[float]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the noise-rate and code-length sweeps and print one table."""
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="seconds-long smoke run (few epochs, one setting)")
-    ap.add_argument("--seeds", type=int, default=3, help="number of seeds (mean +- std)")
+    ap = DemoParser("rfcmh", __doc__, seeds=3, quick_seeds=1)
     ap.add_argument("--epochs", type=int, default=None, help="override training epochs")
     ap.add_argument("--methods", default=None, help=f"comma list, subset of {','.join(METHODS)} (quick mode)")
-    ap.add_argument("--out", type=Path, default=Path("runs/rfcmh"), help="output folder")
-    args = ap.parse_args(argv)
-    if args.seeds < 1:
-        ap.error("--seeds must be >= 1")
+    ap.add_argument("--noise", type=float, default=0.6, help="symmetric label-noise rate of the quick mode")
+    ap.add_argument("--bits", type=int, default=16, help="code length of the quick mode")
+    ap.add_argument("--n-train", type=int, default=400, help="training pairs of the quick mode")
+    args = ap.parse_demo(argv)
+    if args.epochs is not None and args.epochs < 1:
+        ap.error(f"--epochs must be >= 1, got {args.epochs}")
+    if not 0.0 <= args.noise < 1.0:
+        ap.error(f"--noise must lie in [0, 1), got {args.noise}")
+    if args.bits < 1 or args.n_train < 20:
+        ap.error(f"--bits must be >= 1 and --n-train >= 20, got {args.bits} and {args.n_train}")
     torch.set_num_threads(1)  # the demo machine is a shared 2-core box
     epochs = args.epochs or (3 if args.quick else 20)
     methods_q = tuple(args.methods.split(",")) if args.methods else METHODS
@@ -88,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown --methods {sorted(unknown)}; choose from {METHODS}")
     if args.quick:
-        settings = [(0.6, 16, methods_q)]
+        settings = [(args.noise, args.bits, methods_q)]
     else:  # noise sweep at 32 bits; bit sweep and ablations at noise 0.6
         settings = [(r, 32, METHODS) for r in (0.2, 0.4, 0.6, 0.8)]
         settings += [(0.6, b, ("RFCMH", "CE")) for b in (16, 64, 128)]
@@ -99,23 +108,26 @@ def main(argv: list[str] | None = None) -> int:
         for method in methods:
             res = []
             for seed in range(args.seeds):
-                d = digits_two_view(noise, seed, n_train=400 if args.quick else 1300)
+                d = digits_two_view(noise, seed, n_train=args.n_train if args.quick else 1300)
                 cfg = RFCMHConfig(num_bits=bits, epochs=epochs, seed=seed, warmup_epochs=min(3, epochs))
                 res.append(run_method(method, cfg, d))
             rows.append({"noise": noise, "bits": bits, "method": method, "runs": res})
     wall = time.time() - t0
-    header = f"{'noise':>5} {'bits':>4}  {'method':<24} {'mAP I2T':>15} {'mAP T2I':>15} {'AUROC(clean)':>15}"
-    print(header)
-    print("-" * len(header))
-    for r in rows:
-        cols = [_fmt([x[k] for x in r["runs"]]) for k in ("i2t", "t2i", "auroc")]
-        print(f"{r['noise']:>5} {r['bits']:>4}  {r['method']:<24} {cols[0]:>15} {cols[1]:>15} {cols[2]:>15}")
-    print(f"seeds={args.seeds} epochs={epochs} wall={wall:.0f}s")
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(
-        json.dumps({"epochs": epochs, "wall_s": wall, "rows": rows}, indent=1)
-    )
-    _plot(rows, args.out / "map_vs_noise.png")
+    table = io.StringIO()
+    with contextlib.redirect_stdout(table):
+        header = (
+            f"{'noise':>5} {'bits':>4}  {'method':<24} {'mAP I2T':>15} {'mAP T2I':>15} {'AUROC(clean)':>15}"
+        )
+        print(header)
+        print("-" * len(header))
+        for r in rows:
+            cols = [_fmt([x[k] for x in r["runs"]]) for k in ("i2t", "t2i", "auroc")]
+            print(
+                f"{r['noise']:>5} {r['bits']:>4}  {r['method']:<24} {cols[0]:>15} {cols[1]:>15} {cols[2]:>15}"
+            )
+        print(f"seeds={args.seeds} epochs={epochs} wall={wall:.0f}s")
+    finish_demo(args, table.getvalue(), {"epochs": epochs, "rows": rows}, wall)
+    _plot(rows, Path(args.out) / "map_vs_noise.png")
     return 0
 
 

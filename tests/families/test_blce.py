@@ -26,7 +26,7 @@ def test_grid_is_static_increasing_and_within_loglog_bound(horizon: int) -> None
     assert len(grid) <= grid_size_bound(horizon)
 
 
-@pytest.mark.parametrize("design", ["uncertainty", "g_optimal"])
+@pytest.mark.parametrize("design", ["uncertainty", "g_optimal", "strict_g"])
 def test_number_of_updates_is_grid_size_minus_one(design: str) -> None:
     """A full run refits exactly once per interior grid point, never more."""
     T = 600
@@ -34,6 +34,21 @@ def test_number_of_updates_is_grid_size_minus_one(design: str) -> None:
     agent = BLCE(3, BLCEConfig(horizon=T, design=design, fw_iters=5))
     run_bandit(agent, env, T)
     assert agent.num_updates == len(static_grid(T)) - 1 <= grid_size_bound(T)
+
+
+def test_strictly_batched_rule_ignores_the_interval_history_and_blce_does_not() -> None:
+    """Same context and seed: after different within-interval plays, the strict rule picks the same arm,
+    while BLCE's reward-free Gram update changes its max-uncertainty choice."""
+    rng = np.random.default_rng(0)
+    arms = rng.normal(size=(12, 4))
+    history = np.repeat(arms[np.argmax((arms**2).sum(1))][None], 6, axis=0)  # the most uncertain arm, 6 times
+    for design, should_match in (("strict_g", True), ("uncertainty", False)):
+        fresh, played = (BLCE(4, BLCEConfig(horizon=1000, design=design, seed=3)) for _ in range(2))
+        for x in history:  # still inside the first interval (grid[0] > 6), so no parameter update
+            played.observe(x, 0.0)
+        assert played.num_updates == 0
+        matches = [fresh.select(arms) == played.select(arms) for _ in range(5)]
+        assert all(matches) if should_match else not all(matches)
 
 
 def test_sherman_morrison_equals_direct_inverse() -> None:
@@ -152,3 +167,8 @@ def test_demo_quick_smoke(tmp_path) -> None:  # noqa: ANN001 - pytest fixture
 
     assert main(["--quick", "--seeds", "1", "--out", str(tmp_path)]) == 0
     assert (tmp_path / "results.json").exists() and (tmp_path / "blce_regret.png").exists()
+    from families.demo_cli import load_results
+
+    rows = load_results(tmp_path)["regret"]["tables"]["K=10, d=5"]
+    assert all(n == len(static_grid(600)) - 1 for n in rows["BLCE (widths x0.1, c=0.1)"]["updates"])
+    assert 0.0 <= rows["strictly batched G-design (widths x0.1, c=0.1)"]["regret"][0] <= 600.0

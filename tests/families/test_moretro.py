@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import json
 
 import numpy as np
 import pytest
@@ -240,8 +239,12 @@ def test_demo_quick_smoke(tmp_path):
     from families.moretro.demo import main
 
     assert main(["--quick", "--seeds", "1", "--out", str(tmp_path)]) == 0
-    results = json.loads((tmp_path / "results.json").read_text())
+    from families.demo_cli import load_results
+
+    results = load_results(tmp_path)
     assert set(results) >= {"toy", "rdkit"}
+    hv = results["rdkit"][0]["methods"]["MORetro*"]["10"]["hv"]
+    assert 0.0 < hv <= 1.0 + 1e-9  # normalised hypervolume of the found front
     assert all(
         t["moretro_exact"] and t["brute_force_equals_dp"] for t in results["rdkit"][0]["targets"].values()
     )

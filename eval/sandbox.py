@@ -130,6 +130,49 @@ def _check_limits(code: object, **limits: object) -> None:
         raise ValueError(f"`code` must be a str, got {type(code).__name__}.")
 
 
+def _launcher_config(
+    python: str,
+    script: str,
+    argv: list[str],
+    uid: int,
+    root: bool,
+    cgroup: RunCgroup | None,
+    timeout: float,
+    memory_mb: int,
+    max_procs: int,
+    max_file_mb: int,
+    network: bool,
+) -> dict:
+    """What the launcher needs to contain one run: namespaces, mounts, uid, rlimits, environment."""
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
+    limits = {
+        "RLIMIT_CPU": int(math.ceil(timeout)) + 1,
+        "RLIMIT_AS": int(memory_mb * 1024 * 1024),
+        "RLIMIT_FSIZE": int(max_file_mb * 1024 * 1024),
+        "RLIMIT_NOFILE": _MAX_NOFILE,
+        "RLIMIT_CORE": 0,
+    }
+    if root:  # per uid, and the uid is this run's own: a per-run process limit
+        limits["RLIMIT_NPROC"] = int(max_procs)
+    cfg = {
+        "network": bool(network),
+        "python": python,
+        "prefix": os.path.realpath(sys.base_prefix),
+        "hide_dir": _blocked_ancestor(python) if root else None,
+        "drop": root,
+        "uid": uid,
+        "script": script,
+        "argv": argv,
+        "private_dirs": sorted({os.path.realpath(d) for d in _PRIVATE_DIRS if os.path.isdir(d)}),
+        "tmpfs_mb": max(4 * int(max_file_mb), 16),
+        "seccomp": sys.platform == "linux",
+        "cgroup_procs": cgroup.procs if cgroup else [],
+        "env": env,
+        "limits": limits,
+    }
+    return cfg
+
+
 def _run(
     code: str,
     timeout: float,
@@ -174,32 +217,9 @@ def _run(
             channels[0].flush()
             channels[0].seek(0)
             argv = [str(channels[0].fileno()), str(channels[1].fileno())]
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
-        limits = {
-            "RLIMIT_CPU": int(math.ceil(timeout)) + 1,
-            "RLIMIT_AS": int(memory_mb * 1024 * 1024),
-            "RLIMIT_FSIZE": int(max_file_mb * 1024 * 1024),
-            "RLIMIT_NOFILE": _MAX_NOFILE,
-            "RLIMIT_CORE": 0,
-        }
-        if root:  # per uid, and the uid is this run's own: a per-run process limit
-            limits["RLIMIT_NPROC"] = int(max_procs)
-        cfg = {
-            "network": bool(network),
-            "python": python,
-            "prefix": os.path.realpath(sys.base_prefix),
-            "hide_dir": _blocked_ancestor(python) if root else None,
-            "drop": root,
-            "uid": uid,
-            "script": script,
-            "argv": argv,
-            "private_dirs": sorted({os.path.realpath(d) for d in _PRIVATE_DIRS if os.path.isdir(d)}),
-            "tmpfs_mb": max(4 * int(max_file_mb), 16),
-            "seccomp": sys.platform == "linux",
-            "cgroup_procs": cgroup.procs if cgroup else [],
-            "env": env,
-            "limits": limits,
-        }
+        cfg = _launcher_config(
+            python, script, argv, uid, root, cgroup, timeout, memory_mb, max_procs, max_file_mb, network
+        )
         fds = tuple(ch.fileno() for ch in channels)
         result, info = _launch(cfg, workdir, outdir, timeout, fds, cgroup, memory_mb, slot)
         verdict = None

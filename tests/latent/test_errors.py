@@ -74,3 +74,55 @@ def test_negative_steps_layer_out_of_range_and_empty_batch(llama):
     with pytest.raises(ValueError, match="shape"):
         with llama.steer(0, torch.zeros(3)):
             pass
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"name_or_path": None}, "model must be a non-empty string"),
+        ({"name_or_path": 123}, "model must be a non-empty string"),
+        ({"name_or_path": "builtin:arith-mini", "dtype": "float33"}, "unknown dtype 'float33'"),
+        ({"name_or_path": "builtin:arith-mini", "device": "cuda:7"}, "device 'cuda:7'"),
+        ({"name_or_path": "builtin:arith-mini", "device": "tpu"}, "device 'tpu'"),
+    ],
+)
+def test_load_model_bad_arguments_fail_before_loading(kwargs, message):
+    """Each names the problem and the fix; none reaches transformers (no weights are read)."""
+    import torch
+
+    from latent import load_model
+
+    if "cuda" in str(kwargs.get("device")) and torch.cuda.device_count() > 7:
+        pytest.skip("this machine really has a cuda:7")
+    with pytest.raises((TypeError, ValueError), match=message):
+        load_model(**kwargs)
+
+
+def test_encode_refuses_a_bare_string_and_non_string_prompts(llama):
+    with pytest.raises(TypeError, match="wrap a single prompt in a list"):
+        llama.encode("abc")
+    with pytest.raises(TypeError, match="prompt 1 is int"):
+        llama.encode(["fine", 123])
+
+
+@pytest.mark.parametrize("alpha", [float("nan"), float("inf"), "big"])
+def test_steer_refuses_non_finite_alpha(llama, alpha):
+    import torch
+
+    with (
+        pytest.raises(ValueError, match="finite number"),
+        llama.steer(0, torch.ones(llama.hidden_size), alpha=alpha),
+    ):
+        pass
+
+
+def test_input_past_the_context_length_is_a_clear_error(llama):
+    import torch
+
+    limit = llama.config.max_position_embeddings
+    ids = torch.full((1, limit + 1), 5, dtype=torch.long)
+    with pytest.raises(ValueError, match="runs past the model's context"):
+        llama.prefill(ids)
+    st = llama.prefill(ids[:, : limit - 2])
+    with pytest.raises(ValueError, match="max_position_embeddings"):  # thoughts count too
+        llama.think(st, 4)

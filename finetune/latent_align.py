@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from transformers import TrainerCallback
 
 from finetune import fact_handoff as fh
 from latent.kv_cache import select_positions
@@ -66,6 +67,9 @@ class LatentAlignConfig:
     lr: float = field(default=1e-3, metadata={"help": "Peak learning rate of the LoRA weights."})
     aligner_lr: float = field(default=1e-4, metadata={"help": "Peak learning rate of the aligner."})
     max_steps: int = field(default=100, metadata={"help": "Optimizer steps."})
+    max_minutes: float = field(
+        default=0.0, metadata={"help": "Stop training after this many minutes (0 = no limit)."}
+    )
     batch_size: int = field(default=8, metadata={"help": "Problems per step."})
     warmup_steps: int = field(default=10, metadata={"help": "Linear warmup steps."})
     distill_weight: float = field(
@@ -204,7 +208,16 @@ class LatentHandoffModel(nn.Module):
         start = st.length
         _, st = self.lm.think_with_grad(st, self.steps)
         hidden, _ = self._read(answer_ids, answer_mask, latent_view(self.lm, st, start))
-        return self.lm.logits(hidden)
+        return self._logits(hidden)
+
+    def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """`LatentModel.logits`, but in the model's precision when that is fp32 or wider (the finite-
+        difference tests run in float64); half precision is widened to fp32 for the loss."""
+        out = self.lm.model.get_output_embeddings()(hidden)
+        if out.dtype in (torch.float16, torch.bfloat16):
+            out = out.float()
+        cap = getattr(self.lm.config, "final_logit_softcapping", None)
+        return torch.tanh(out / cap) * cap if cap else out
 
     def forward(
         self, reader_ids, reader_mask, answer_ids, answer_mask, labels, teacher_ids=None, teacher_mask=None
@@ -222,7 +235,7 @@ class LatentHandoffModel(nn.Module):
                 t_hidden, _ = self.lm._forward(
                     self.lm.embed(teacher_ids), teacher_mask.to(self.lm.device), None
                 )
-                t_logits = self.lm.logits(t_hidden)
+                t_logits = self._logits(t_hidden)
             n_ans = (shift_labels != IGNORE_INDEX).sum(1)  # answers sit at the end of both sequences
             kl = []
             for r in range(logits.shape[0]):
@@ -274,6 +287,19 @@ def prepare(cfg: LatentAlignConfig, base: LatentModel) -> LatentModel:
     return LatentModel(net, base.tokenizer, realign=realign)
 
 
+class TimeBudget(TrainerCallback):
+    """Stops training once `minutes` of wall time have passed (a shared CPU is slow to predict)."""
+
+    def __init__(self, minutes: float) -> None:
+        self.deadline = time.monotonic() + 60 * minutes
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if time.monotonic() > self.deadline:
+            logger.info("time budget reached after %d steps; stopping", state.global_step)
+            control.should_training_stop = True
+        return control
+
+
 def train(cfg: LatentAlignConfig, lm: LatentModel) -> tuple[LatentHandoffModel, list[dict]]:
     """Run the `transformers.Trainer` loop on the latent_mas loss; returns the module and the loss log."""
     from datasets import Dataset
@@ -304,7 +330,9 @@ def train(cfg: LatentAlignConfig, lm: LatentModel) -> tuple[LatentHandoffModel, 
         seed=cfg.seed,
         disable_tqdm=True,
     )
+    callbacks = [TimeBudget(cfg.max_minutes)] if cfg.max_minutes > 0 else []
     trainer = Trainer(
+        callbacks=callbacks,
         model=module,
         args=args,
         train_dataset=data,
@@ -326,6 +354,7 @@ def evaluate(cfg: LatentAlignConfig, lm: LatentModel, problems: list[fh.FactProb
         texts = fh.run_handoff(lm, problems, method, cfg.latent_steps, cfg.max_new_tokens, seed=cfg.seed)
         ok = fh.score(problems, texts)
         lo, hi = wilson(sum(ok), len(ok))
+        logger.info("%s: %d/%d correct (%.0f s)", method, sum(ok), len(ok), time.perf_counter() - t0)
         out[method] = {
             "correct": sum(ok),
             "n": len(ok),
@@ -380,6 +409,8 @@ def run(cfg: LatentAlignConfig) -> dict:
     t0 = time.perf_counter()
     before = evaluate(cfg, base, test) if cfg.eval_n else {}
     eval_s = time.perf_counter() - t0
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "before.json").write_text(json.dumps(before, indent=2))
     lm = prepare(cfg, base)
     collator = HandoffCollator(lm)
     probe = fh.make_problems(32, cfg.eval_seed + 1)
@@ -396,6 +427,7 @@ def run(cfg: LatentAlignConfig) -> dict:
         "latent_loss_before": loss_before,
         "latent_loss_after": loss_after,
         "train_wall_s": train_s,
+        "train_steps": log[-1]["step"] if log else 0,
         "eval_wall_s_before": eval_s,
         "before": before,
         "after": after,

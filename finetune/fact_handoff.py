@@ -209,5 +209,15 @@ def run_handoff(
     return texts
 
 
+def donors(problems: list[FactProblem], batch_size: int = 16, seed: int = 0) -> list[FactProblem]:
+    """For the `other_question` ablation: whose memory each problem's answerer read."""
+    out = []
+    for start in range(0, len(problems), batch_size):
+        chunk = problems[start : start + batch_size]
+        perm = derangement(len(chunk), seed + start)
+        out.extend(chunk[int(i)] for i in perm)
+    return out
+
+
 def score(problems: list[FactProblem], texts: list[str]) -> list[bool]:
     return [extract_answer(t) == p.answer for p, t in zip(problems, texts)]

@@ -15,7 +15,9 @@ Ablations of `latent_mas` (`ABLATIONS`):
 - `random_thoughts`: same-norm random vectors fed in place of the thoughts (still after the prompt);
 - `other_question`: the memory of a different question of the batch (rows deranged);
 - `thoughts_only`: the real thought vectors re-read on their own, without the reader's prompt in
-  their keys/values (what the thoughts themselves carry).
+  their keys/values (what the thoughts themselves carry);
+- `gold_text` (a ceiling, not an ablation): the answerer reads the fact itself as the previous agent's
+  text, so it shows whether the answerer can answer at all once the information reaches it.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ GRAPH_SPEC = {
     "edges": [{"src": "reader", "dst": "answerer", "mode": "latent"}],
 }
 METHODS = ("single", "text_mas", "latent_mas")
-ABLATIONS = ("random_thoughts", "other_question", "thoughts_only")
+ABLATIONS = ("random_thoughts", "other_question", "thoughts_only", "gold_text")
 
 
 @dataclass(frozen=True)
@@ -201,6 +203,8 @@ def run_handoff(
                 **model.encode([reader_messages(p) for p in chunk]), max_new_tokens=reader_tokens
             )
             state, ctx = None, note.texts
+        elif method == "gold_text":
+            state, ctx = None, [p.fact for p in chunk]
         else:
             state, ctx = answerer_state(model, chunk, method, steps, seed + start)
         enc = model.encode([answerer_messages(p, c) for p, c in zip(chunk, ctx)])

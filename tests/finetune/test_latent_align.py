@@ -78,9 +78,7 @@ def _double_setup(model_dir):
     for p in base.model.parameters():
         p.requires_grad_(False)
     torch.manual_seed(0)
-    net = get_peft_model(
-        base.model, LoraConfig(r=2, target_modules=["c_attn"], init_lora_weights=False)
-    )
+    net = get_peft_model(base.model, LoraConfig(r=2, target_modules=["c_attn"], init_lora_weights=False))
     net.double()
     from latent.model import LatentModel
 

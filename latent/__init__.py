@@ -10,7 +10,7 @@ from latent.catalogue import CATALOGUE, cache_dir, is_pulled, pulled_path
 from latent.loading import BuiltinModel, builtin_path, list_builtin_models, load_model, resolve_model_path
 from latent.model import Generation, LatentModel
 from latent.pull import PullError, pull_model
-from latent.realign import Realigner, ridge_matrix
+from latent.realign import Realigner, TrainableAligner, ridge_matrix
 from latent.state import LatentState
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "LatentModel",
     "LatentState",
     "Realigner",
+    "TrainableAligner",
     "PullError",
     "builtin_path",
     "cache_dir",

@@ -108,12 +108,17 @@ def load_model(
         dtype (`torch.dtype` or `str`, *optional*): e.g. `torch.bfloat16`, "bfloat16" or "bf16"; default
             fp32 on CPU, the checkpoint's dtype on CUDA.
         device (`str`, *optional*): "cpu", "cuda", "cuda:1"; default CUDA when available.
-        realign (`str` or callable, defaults to "ridge"): "ridge", "identity" or your own aligner.
+        realign (`str` or callable, defaults to "ridge"): "ridge", "identity", your own aligner (e.g. a
+            trained `TrainableAligner`), or the path of an aligner file written by `TrainableAligner.save`.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = resolve_model_path(name_or_path)
     device = _device(device)
+    if isinstance(realign, (str, os.PathLike)) and str(realign) not in ("ridge", "identity"):
+        from latent.realign import TrainableAligner
+
+        realign = TrainableAligner.load(realign, device=device)  # checked before the model loads
     dtype = _dtype(dtype, device)
     kwargs = {"dtype": dtype, "trust_remote_code": trust_remote_code}
     if path.endswith(".gguf") and os.path.isfile(path):

@@ -19,7 +19,7 @@ from torch import nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from latent.hooks import Activations, capture_layers, steer_layer
-from latent.kv_cache import new_cache
+from latent.kv_cache import cache_from_tensors, layer_tensors, new_cache
 from latent.masks import positional_masks, window_spec
 from latent.realign import Aligner, Realigner
 from latent.state import LatentState
@@ -305,10 +305,33 @@ class LatentModel:
         embedding, repeat. Returns the k fed-back vectors (B, k, D) and the extended state (the input
         state is unchanged); with `return_hidden=True` also the k raw last-layer hidden states (B, k, D)
         that produced them (what a logit lens reads)."""
+        return self._think(state.copy(), steps, aligner, return_hidden)
+
+    def think_with_grad(
+        self, state: LatentState, steps: int, aligner: Aligner | None = None, return_hidden: bool = False
+    ) -> tuple[torch.Tensor, LatentState] | tuple[torch.Tensor, LatentState, torch.Tensor]:
+        """`think` with autograd on: the thoughts, the extended state's KV cache and its last hidden state
+        carry gradients back into the aligner (an `nn.Module` such as `LinearAligner`), any trainable
+        weights of the model (e.g. LoRA) and whatever produced `state`. Used by latent-aware fine-tuning;
+        the input state is left unchanged."""
+        src = layer_tensors(state.cache)
+        st = LatentState(
+            cache=cache_from_tensors(self._hf, [(k.clone(), v.clone()) for k, v in src]),
+            attention_mask=state.attention_mask.clone(),
+            last_hidden=state.last_hidden.clone(),
+            next_position=state.next_position.clone(),
+            positions=None if state.positions is None else state.positions.clone(),
+        )
+        with torch.enable_grad():
+            return self._think(st, steps, aligner, return_hidden)
+
+    def _think(
+        self, st: LatentState, steps: int, aligner: Aligner | None, return_hidden: bool
+    ) -> tuple[torch.Tensor, LatentState] | tuple[torch.Tensor, LatentState, torch.Tensor]:
+        """The thinking loop on `st` (mutated: callers pass a copy)."""
         if not isinstance(steps, int) or steps < 0:
             raise ValueError(f"`steps` must be an integer >= 0, got {steps!r}.")
         align = aligner or self.aligner
-        st = state.copy()
         b = st.batch_size
         thoughts, hiddens = [], []
         ones = torch.ones((b, 1), dtype=torch.long, device=self.device)

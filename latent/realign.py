@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -105,3 +106,113 @@ class Realigner:
             x = x @ self.matrix.to(x.device)
         x = x * (self.target_norm / x.norm(dim=-1, keepdim=True).clamp_min(1e-6))
         return x.to(hidden.dtype)
+
+
+ALIGNER_KINDS = ("linear", "mlp")
+
+
+class TrainableAligner(nn.Module):
+    """A realignment map that can be trained: `linear` (W h + b) or `mlp` (the linear map plus a residual
+    MLP), initialised at the ridge map so that, before training, it returns what `Realigner` returns.
+    The output is rescaled to `target_norm * exp(log_scale)` (norm matching with a trainable scale).
+
+    Save with `save(path)` (safetensors) and plug it in with `load_model(..., realign=path)` or
+    `load_model(..., realign=aligner)`.
+
+    Example:
+        >>> al = TrainableAligner.from_model(m)            # ridge init, linear
+        >>> al.save("aligner.safetensors")
+        >>> m2 = load_model("smollm2-135m-instruct", realign="aligner.safetensors")
+    """
+
+    def __init__(
+        self,
+        hidden_size: int,
+        kind: str = "linear",
+        mlp_hidden: int = 0,
+        target_norm: float = 1.0,
+        matrix: torch.Tensor | None = None,
+    ) -> None:
+        super().__init__()
+        if kind not in ALIGNER_KINDS:
+            raise ValueError(f"unknown aligner kind {kind!r}: use one of {ALIGNER_KINDS}.")
+        if hidden_size < 1:
+            raise ValueError(f"`hidden_size` must be >= 1, got {hidden_size}.")
+        if kind == "mlp" and mlp_hidden < 1:
+            raise ValueError(f"an `mlp` aligner needs `mlp_hidden` >= 1, got {mlp_hidden}.")
+        self.kind = kind
+        self.hidden_size = hidden_size
+        self.mlp_hidden = mlp_hidden if kind == "mlp" else 0
+        self.linear = nn.Linear(hidden_size, hidden_size)
+        with torch.no_grad():
+            w = torch.eye(hidden_size) if matrix is None else matrix.detach().float()
+            if w.shape != (hidden_size, hidden_size):
+                raise ValueError(
+                    f"ridge matrix has shape {tuple(w.shape)}, expected ({hidden_size}, {hidden_size})."
+                )
+            self.linear.weight.copy_(w.T)  # x @ W_a == linear(x)
+            self.linear.bias.zero_()
+        self.mlp: nn.Module | None = None
+        if kind == "mlp":
+            self.mlp = nn.Sequential(
+                nn.Linear(hidden_size, mlp_hidden), nn.GELU(), nn.Linear(mlp_hidden, hidden_size)
+            )
+            nn.init.zeros_(self.mlp[2].weight)  # the residual branch starts at 0: exact ridge at init
+            nn.init.zeros_(self.mlp[2].bias)
+        self.log_scale = nn.Parameter(torch.zeros(()))
+        self.register_buffer("target_norm", torch.tensor(float(target_norm)))
+
+    @classmethod
+    def from_realigner(
+        cls, realigner: Realigner, hidden_size: int, kind: str = "linear", mlp_hidden: int = 0
+    ):
+        """Start from a fixed `Realigner` (ridge or identity)."""
+        return cls(hidden_size, kind, mlp_hidden, realigner.target_norm, realigner.matrix)
+
+    @classmethod
+    def from_model(cls, model, kind: str = "linear", mlp_hidden: int = 0, lam: float = 1e-5):
+        """The ridge map of a `LatentModel`, as a trainable module on the model's device."""
+        hf = model._hf
+        ridge = Realigner.from_model(hf.get_input_embeddings(), hf.get_output_embeddings().weight, lam=lam)
+        return cls.from_realigner(ridge, model.hidden_size, kind, mlp_hidden).to(model.device)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        x = hidden.to(self.linear.weight.dtype)
+        y = self.linear(x)
+        if self.mlp is not None:
+            y = y + self.mlp(y)
+        norm = self.target_norm.to(y.dtype) * self.log_scale.exp()
+        y = y * (norm / y.norm(dim=-1, keepdim=True).clamp_min(1e-6))
+        return y.to(hidden.dtype)
+
+    def save(self, path: str | Path) -> None:
+        """Write the weights and the settings that rebuild the module to one safetensors file."""
+        from safetensors.torch import save_file
+
+        tensors = {k: v.detach().float().cpu().contiguous() for k, v in self.state_dict().items()}
+        meta = {"format": "latentworks-aligner-v1", "kind": self.kind, "hidden_size": str(self.hidden_size)}
+        meta["mlp_hidden"] = str(self.mlp_hidden)
+        save_file(tensors, str(path), metadata=meta)
+
+    @classmethod
+    def load(cls, path: str | Path, device: str | torch.device = "cpu") -> TrainableAligner:
+        """Rebuild an aligner written by `save`."""
+        from safetensors import safe_open
+
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"no aligner file at {str(path)!r}: pass 'ridge', 'identity', a callable, or the path of a "
+                "file written by TrainableAligner.save."
+            )
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+            if meta.get("format") != "latentworks-aligner-v1":
+                raise ValueError(
+                    f"{str(path)!r} is not a latentworks aligner file (metadata format "
+                    f"{meta.get('format')!r}); write one with TrainableAligner.save."
+                )
+            state = {k: f.get_tensor(k) for k in f.keys()}
+        al = cls(int(meta["hidden_size"]), meta["kind"], int(meta.get("mlp_hidden", 0)))
+        al.load_state_dict(state)
+        return al.to(device)

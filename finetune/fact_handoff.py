@@ -31,7 +31,7 @@ import torch
 from agents.graph import Graph
 from agents.prompts import PromptSet
 from latent.kv_cache import cache_from_tensors, layer_tensors
-from latent.memory import Segment, WorkingMemory
+from latent.memory import WorkingMemory
 from latent.model import LatentModel
 from latent.state import LatentState
 
@@ -113,12 +113,8 @@ def reader_memory(
     mem = WorkingMemory(model)
     enc = model.encode([reader_messages(p) for p in problems])
     st, pid = mem.write_tokens("reader", "prompt", enc["input_ids"], enc["attention_mask"], None, [], model)
-    if aligner is None:
-        st, lid = mem.write_latent("reader", st, steps, [pid], model)
-    else:  # an ablation's stand-in thoughts, recorded like real ones
-        thoughts, new, hidden = model.think(st, steps, aligner=aligner, return_hidden=True)
-        mask = torch.ones(thoughts.shape[:2], dtype=torch.long, device=thoughts.device)
-        lid = mem._record(Segment("reader", "latent", thoughts, mask, hidden=hidden), new, [pid])
+    # with `aligner`: an ablation's stand-in thoughts, recorded like real ones
+    st, lid = mem.write_latent("reader", st, steps, [pid], model, aligner=aligner)
     return mem, pid, lid
 
 

@@ -200,7 +200,7 @@ class LatentHandoffModel(nn.Module):
 
     def _read(self, ids: torch.Tensor, mask: torch.Tensor, state: LatentState | None):
         # The model's own segment forward with autograd on: training reads memory as inference does.
-        return self.lm._forward(self.lm.embed(ids), mask.to(self.lm.device), state)
+        return self.lm.forward_embeds(self.lm.embed(ids), mask, state)
 
     def answer_logits(self, reader_ids, reader_mask, answer_ids, answer_mask) -> torch.Tensor:
         """(B, T, V) answerer logits over its prompt + answer, after the reader's latent hand-off."""
@@ -232,9 +232,7 @@ class LatentHandoffModel(nn.Module):
         loss = ce
         if self.distill_weight > 0 and teacher_ids is not None:
             with torch.no_grad(), self.teacher_ctx():
-                t_hidden, _ = self.lm._forward(
-                    self.lm.embed(teacher_ids), teacher_mask.to(self.lm.device), None
-                )
+                t_hidden, _ = self.lm.forward_embeds(self.lm.embed(teacher_ids), teacher_mask, None)
                 t_logits = self._logits(t_hidden)
             n_ans = (shift_labels != IGNORE_INDEX).sum(1)  # answers sit at the end of both sequences
             kl = []

@@ -24,6 +24,7 @@ import torch
 
 from latent.kv_cache import select_positions
 from latent.model import LatentModel
+from latent.realign import Aligner
 from latent.state import LatentState
 
 KINDS = ("prompt", "latent", "text")
@@ -91,10 +92,17 @@ class WorkingMemory:
         return new, self._record(seg, new, context)
 
     def write_latent(
-        self, agent: str, state: LatentState, steps: int, context: list[int], model: LatentModel | None = None
+        self,
+        agent: str,
+        state: LatentState,
+        steps: int,
+        context: list[int],
+        model: LatentModel | None = None,
+        aligner: Aligner | None = None,
     ) -> tuple[LatentState, int | None]:
-        """Generate `steps` latent thoughts after `state` and record them (None if steps == 0)."""
-        thoughts, new, hidden = (model or self.model).think(state, steps, return_hidden=True)
+        """Generate `steps` latent thoughts after `state` and record them (None if steps == 0).
+        `aligner` replaces the model's realignment for these thoughts (e.g. an ablation's stand-in)."""
+        thoughts, new, hidden = (model or self.model).think(state, steps, aligner=aligner, return_hidden=True)
         if steps == 0:
             return new, None
         mask = torch.ones(thoughts.shape[:2], dtype=torch.long, device=thoughts.device)

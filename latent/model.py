@@ -307,6 +307,15 @@ class LatentModel:
         that produced them (what a logit lens reads)."""
         return self._think(state.copy(), steps, aligner, return_hidden)
 
+    def forward_embeds(
+        self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor, state: LatentState | None = None
+    ) -> tuple[torch.Tensor, LatentState]:
+        """Read a segment of input embeddings (B, t, D) after `state`, with autograd as the caller has it:
+        all its last-layer hidden states (B, t, D) and the extended state. Unlike `prefill`, `state` is
+        extended in place (copy it first to keep it); latent-aware training reads memory through this,
+        exactly as inference does."""
+        return self._forward(inputs_embeds, attention_mask.to(self.device), state)
+
     def think_with_grad(
         self, state: LatentState, steps: int, aligner: Aligner | None = None, return_hidden: bool = False
     ) -> tuple[torch.Tensor, LatentState] | tuple[torch.Tensor, LatentState, torch.Tensor]:

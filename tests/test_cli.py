@@ -63,10 +63,15 @@ def test_every_config_field_is_a_flag(command, capsys):
 
 
 def test_models_lists_builtins_as_json(capsys):
-    """`latentworks models --json` prints the shipped checkpoints with their card fields."""
+    """`latentworks models --json` prints the shipped checkpoints with their card fields, then every
+    pullable real checkpoint with its status."""
     assert main(["models", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert all(r["name"].startswith("builtin:") and r["size_bytes"] > 0 for r in rows)
+    shipped = [r for r in rows if r["kind"] == "built-in"]
+    assert shipped and all(r["name"].startswith("builtin:") and r["size_bytes"] > 0 for r in shipped)
+    pullable = {r["name"]: r for r in rows if r["kind"] == "pullable"}
+    assert {"smollm2-135m-instruct", "gemma-3-270m"} <= set(pullable)
+    assert all(r["status"] in ("pulled", "not pulled") and r["licence"] for r in pullable.values())
 
 
 def test_family_command_lists_and_rejects(capsys):

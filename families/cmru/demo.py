@@ -212,7 +212,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--noise", type=str, default="0.3,0.6", help="comma list of test-time state-noise sigmas"
     )
+    parser.add_argument(
+        "--tasks", type=str, default="copy,digits,pdigits", help="comma list of copy, digits, pdigits"
+    )
+    parser.add_argument(
+        "--steps-scale", type=float, default=1.0, help="multiplies the training steps of every run"
+    )
     args = parser.parse_demo(argv)
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    if not tasks or not set(tasks) <= set(CONVERGED):
+        parser.error(f"--tasks must be a comma list of {tuple(CONVERGED)}, got {args.tasks!r}")
+    if not args.steps_scale > 0:
+        parser.error(f"--steps-scale must be > 0, got {args.steps_scale}")
     units = tuple(u.strip() for u in args.units.split(",") if u.strip())
     bad = [u for u in units if u not in UNITS]
     if bad or not units:
@@ -225,7 +236,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--noise must be a comma list of numbers, got {args.noise!r}")
     if not noise or min(noise) < 0:
         parser.error(f"--noise needs at least one sigma >= 0, got {args.noise!r}")
-    steps = {"copy": 15 if args.quick else 300, "digits": 10 if args.quick else 150}
+    steps = {k: max(1, round(v * args.steps_scale)) for k, v in (("copy", 15 if args.quick else 300),
+                                                                  ("digits", 10 if args.quick else 150))}  # fmt: skip
     lrs = {"copy": (3e-3,), "digits": (1e-2,)} if args.quick else LEARNING_RATES
     jobs = [
         {
@@ -240,8 +252,9 @@ def main(argv: list[str] | None = None) -> int:
         for u in units
         for lr in lrs["copy"]
         for s in range(seeds)
+        if "copy" in tasks
     ]
-    for task in ("digits", "pdigits"):
+    for task in [t for t in ("digits", "pdigits") if t in tasks]:
         jobs += [
             {"task": task, "unit": u, "seed": s, "steps": steps["digits"], "noise": noise, "lr": lr}
             for u in units

@@ -198,15 +198,22 @@ class LLapDiff(nn.Module):
         summary: torch.Tensor,
         rho: torch.Tensor,
         omega: torch.Tensor,
+        t_out: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """x0 prediction (B, T, C) from a noisy horizon at noise level index `step` (B,)."""
+        """x0 prediction from a noisy horizon (B, T, C) observed at `t_query` (B, T), noise level `step` (B,).
+
+        The noisy points are analysed into residues, which are then synthesised at `t_out` (B, T_out),
+        by default `t_query`: any other times can be read off the same denoised expansion.
+        """
         basis = laplace_basis(t_query, rho, omega)  # (B, T, 2K)
         theta0 = solve_residues(basis, x_noisy, ridge=1e-2)  # analysis of the noisy input, (B, 2K, C)
-        freqs = torch.exp(torch.linspace(0, -6, 8, device=step.device))
-        angle = step.float().unsqueeze(-1) / self.config.diffusion_steps * 1000 * freqs
+        freqs = torch.exp(torch.linspace(0, -6, 8, device=step.device, dtype=summary.dtype))
+        angle = step.to(summary.dtype).unsqueeze(-1) / self.config.diffusion_steps * 1000 * freqs
         temb = self.step_embed(torch.cat([angle.sin(), angle.cos()], -1))
         theta = theta0 + self.refine(torch.cat([theta0.flatten(1), summary, temb], -1)).view_as(theta0)
-        return basis @ theta  # synthesis: evaluated directly at the query times
+        if t_out is not None:
+            basis = laplace_basis(t_out, rho, omega)  # (B, T_out, 2K)
+        return basis @ theta  # synthesis: evaluated directly at the requested times
 
     def loss(
         self,

@@ -73,6 +73,33 @@ def test_denoiser_is_set_native_in_time_and_reads_out_any_times() -> None:
         assert (moved - out).abs().max() > 1e-2  # the times are used, so the checks above can fail
 
 
+def test_v_prediction_and_min_snr_weighting_follow_their_definitions() -> None:
+    """v round-trips to x0 at every noise level; min-SNR weights are min(SNR, gamma) for x0 and
+    min(SNR, gamma) / (SNR + 1) for v; the reference settings train (finite loss, gradients) and the x0
+    default is the plain MSE."""
+    from families.llapdiff.model import min_snr_weight, v_target, x0_from_v
+
+    x0, eps = torch.randn(4, 6, 2), torch.randn(4, 6, 2)
+    abar = torch.tensor([0.999, 0.9, 0.5, 0.01]).view(-1, 1, 1)
+    xt = abar.sqrt() * x0 + (1 - abar).sqrt() * eps
+    torch.testing.assert_close(x0_from_v(xt, v_target(x0, eps, abar), abar), x0)
+    a = torch.tensor([0.5, 0.9, 0.99])  # SNR 1, 9, 99
+    torch.testing.assert_close(min_snr_weight(a, 5.0, "x0"), torch.tensor([1.0, 5.0, 5.0]))
+    torch.testing.assert_close(min_snr_weight(a, 5.0, "v"), torch.tensor([0.5, 0.5, 5.0 / 100]))
+    hist, mask, th = torch.randn(3, 10, 2), torch.ones(3, 10, 2), torch.linspace(-2, 0, 10).expand(3, -1)
+    target, tq = torch.randn(3, 5, 2), torch.linspace(0.1, 1, 5).expand(3, -1)
+    for kw in ({}, {"prediction": "v", "loss_weighting": "min_snr", "sampling_steps": 8}):
+        model = LLapDiff(LLapDiffConfig(num_channels=2, num_poles=2, hidden_size=8, **kw))
+        torch.manual_seed(0)
+        loss = model.loss(hist, mask, th, target, tq)
+        loss.backward()
+        assert torch.isfinite(loss) and model.refine[0].weight.grad.abs().sum() > 0
+        samples = model.sample(hist, mask, th, tq, num_samples=2, eta=0.0)
+        assert samples.shape == (2, 3, 5, 2) and torch.isfinite(samples).all()
+    with pytest.raises(ValueError, match="prediction"):
+        LLapDiffConfig(prediction="eps")
+
+
 def test_pole_recovery_on_noiseless_damped_oscillator() -> None:
     """Fitting one pole pair to e^{-0.3 t}(cos 1.2t + 0.5 sin 1.2t) at irregular times recovers (0.3, 1.2)."""
     t = torch.sort(torch.rand(40) * 8).values

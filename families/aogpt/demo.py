@@ -5,17 +5,23 @@ Run: `python -m families.aogpt.demo [--quick] [--seeds 2] [--out runs/aogpt]`.
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import torch
 
-from .baselines import ar_baseline, ar_token_nll, mdm_baseline, mdm_elbo_bits
+from ..demo_cli import DemoParser, finish_demo
+from .baselines import (
+    ar_baseline,
+    ar_token_nll,
+    encoder_logits_same_network,
+    mdm_baseline,
+    mdm_elbo_bits,
+    mdm_loss,
+    mdm_sample,
+)
 from .config import AOGPTConfig
 from .data import batches, encode, load_corpus, split
 from .model import AOGPT
@@ -48,18 +54,14 @@ def _ms(v: list[float], fmt: str = ".3f") -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Print the three tables and write results.json into --out."""
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--quick", action="store_true", help="seconds-long run")
-    ap.add_argument("--seeds", type=int, default=None, help="seeds (default 2, quick 1)")
+    ap = DemoParser("aogpt", __doc__.splitlines()[0], seeds=2)
     ap.add_argument("--steps", type=int, default=None, help="training steps per model (default 300, quick 5)")
-    ap.add_argument("--out", type=str, default="runs/aogpt", help="output folder")
-    args = ap.parse_args(argv)
-    seeds, steps = args.seeds or (1 if args.quick else 2), args.steps or (5 if args.quick else 300)
-    if seeds < 1 or steps < 1:
-        ap.error("--seeds and --steps must be >= 1")
+    args = ap.parse_demo(argv)
+    seeds = args.seeds
+    steps = args.steps if args.steps is not None else (5 if args.quick else 300)
+    if steps < 1:
+        ap.error("--steps must be >= 1")
     torch.set_num_threads(1)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     t_start = time.time()
     cfg = AOGPTConfig(block_size=32) if args.quick else AOGPTConfig()
     train, test = split(encode(load_corpus()))
@@ -73,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         ar = ar_baseline(cfg)
         ar_t = _train(ar, lambda x, g, m=ar: m(x), train, cfg, steps, seed)
         mdm = mdm_baseline(cfg)
-        mdm_t = _train(mdm, lambda x, g, m=mdm: m(x).loss, train, cfg, steps, seed)
+        mdm_t = _train(mdm, lambda x, g, m=mdm: mdm_loss(m, x, g), train, cfg, steps, seed)  # the ELBO
         ao = {
             name: AOGPT(replace(cfg, random_ratio=r))
             for name, r in (("AO-GPT (uniform)", 1.0), ("AO-GPT-CL (0.9)", 0.9))
@@ -85,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.setdefault("AR GPT (x-transformers)", []).append(
                 {"l2r": ar_bpc, "rand": float("nan"), "train_s": ar_t}
             )
-            rows.setdefault("encoder MDM (x-transformers)", []).append(
+            rows.setdefault("encoder MDM (x-transformers, ELBO-trained)", []).append(
                 {"l2r": float("nan"), "rand": mdm_elbo_bits(mdm, test_x, generator=g), "train_s": mdm_t}
             )
             for n, m in ao.items():
@@ -102,61 +104,69 @@ def main(argv: list[str] | None = None) -> int:
                 t0 = time.time()
                 aocl.sample(8, s, generator=g, use_cache=False)
                 t_nc = time.time() - t0
-                mdm.steps = s
                 t0 = time.time()
-                mdm.generate(batch_size=8)
+                mdm_sample(mdm.net, 8, cfg.block_size, mdm.mask_id, s, generator=g)
                 t_mdm = time.time() - t0
-                rows.setdefault(f"speed S={s}", []).append({"ao": t_ao, "ao_nocache": t_nc, "mdm": t_mdm})
+                t0 = time.time()  # the same blocks as AO-GPT, run bidirectionally over all positions
+                mdm_sample(encoder_logits_same_network(aocl), 8, cfg.block_size, aocl.none_id, s, generator=g)
+                t_same = time.time() - t0
+                rows.setdefault(f"speed S={s}", []).append(
+                    {"ao": t_ao, "ao_nocache": t_nc, "mdm": t_mdm, "same_net": t_same}
+                )
             # NLL of samples under the AR model (bits/char), S=32 (or T) parallel steps
             s = min(32, cfg.block_size)
             for temp in temps:
                 order = torch.rand(16, cfg.block_size, generator=g).argsort(1)
                 xs = aocl.sample(16, s, order=order, temperature=temp, generator=g)
-                mdm.steps = s
-                xm = mdm.generate(batch_size=16, start_temperature=temp)
+                xm = mdm_sample(mdm.net, 16, cfg.block_size, mdm.mask_id, s, temperature=temp, generator=g)
                 rows.setdefault(f"gen T={temp}", []).append({
                     "ao": float(ar_token_nll(ar, xs).mean()) / LN2, "mdm": float(ar_token_nll(ar, xm).mean()) / LN2,
                     "data": ar_bpc,
                 })  # fmt: skip
-    print(
+    lines: list[str] = []
+    emit = lines.append
+    emit(
         f"\n## Test bits per character (stdlib sources, T={cfg.block_size}, d={cfg.hidden_size}, "
         f"{cfg.num_hidden_layers} layers, {steps} steps x batch 32, {seeds} seed(s))"
     )
-    print("| model | L2R bits/char | random-order bits/char (4 orders) / MDM ELBO | train s |")
-    print("|---|---|---|---|")
+    emit("| model | L2R bits/char | random-order bits/char (4 orders) / MDM ELBO | train s |")
+    emit("|---|---|---|---|")
     for n in (
         "AR GPT (x-transformers)",
         "AO-GPT (uniform)",
         "AO-GPT-CL (0.9)",
-        "encoder MDM (x-transformers)",
+        "encoder MDM (x-transformers, ELBO-trained)",
     ):
         r = rows[n]
         l2r = "-" if math.isnan(r[0]["l2r"]) else _ms([x["l2r"] for x in r])
         rnd = "-" if math.isnan(r[0]["rand"]) else _ms([x["rand"] for x in r])
-        print(f"| {n} | {l2r} | {rnd} | {np.mean([x['train_s'] for x in r]):.0f} |")
-    print("\n## Generation time for 8 sequences (s) vs parallel steps S")
-    print("| S | AO-GPT-CL (KV cache) | AO-GPT-CL (no cache) | encoder MDM | MDM / AO-GPT |")
-    print("|---|---|---|---|---|")
+        emit(f"| {n} | {l2r} | {rnd} | {np.mean([x['train_s'] for x in r]):.0f} |")
+    emit("\n## Generation time for 8 sequences (s) vs parallel steps S")
+    emit(
+        "| S | AO-GPT-CL (KV cache) | AO-GPT-CL (no cache) | encoder MDM, same network | same network / AO-GPT "
+        "| encoder MDM (x-transformers) | x-transformers / AO-GPT |"
+    )
+    emit("|---|---|---|---|---|---|---|")
     for s in step_grid:
         r = rows[f"speed S={s}"]
         ratio = [x["mdm"] / x["ao"] for x in r]
-        print(
+        same = [x["same_net"] / x["ao"] for x in r]
+        emit(
             f"| {s} | {_ms([x['ao'] for x in r])} | {_ms([x['ao_nocache'] for x in r])} | "
+            f"{_ms([x['same_net'] for x in r])} | {_ms(same, '.1f')} | "
             f"{_ms([x['mdm'] for x in r])} | {_ms(ratio, '.1f')} |"
         )
-    print(
+    emit(
         f"\n## NLL of 16 samples under the AR model (bits/char), S={min(32, cfg.block_size)} parallel steps; "
         f"test data scores {_ms([x['l2r'] for x in rows['AR GPT (x-transformers)']])}"
     )
-    print("| temperature | AO-GPT-CL samples | encoder MDM samples |")
-    print("|---|---|---|")
+    emit("| temperature | AO-GPT-CL samples | encoder MDM samples |")
+    emit("|---|---|---|")
     for temp in temps:
         r = rows[f"gen T={temp}"]
-        print(f"| {temp} | {_ms([x['ao'] for x in r])} | {_ms([x['mdm'] for x in r])} |")
-    wall = time.time() - t_start
-    (out / "results.json").write_text(json.dumps({"config": cfg.__dict__, "steps": steps, "rows": rows,
-                                                  "wall_s": wall}, indent=1))  # fmt: skip
-    print(f"\nwall time {wall:.1f} s; wrote {out / 'results.json'}")
+        emit(f"| {temp} | {_ms([x['ao'] for x in r])} | {_ms([x['mdm'] for x in r])} |")
+    payload = {"config": cfg.__dict__, "steps": steps, "rows": rows}
+    finish_demo(args, "\n".join(lines), payload, time.time() - t_start)
     return 0
 
 

@@ -1,6 +1,8 @@
 """minGRU baseline from the `minGRU-pytorch` package (the CMRU paper's own comparison unit).
 
-The LRU baseline is our own code in model.py (the issue allows it; `LRU-pytorch` adds nothing we need).
+The LRU baseline is our own code in model.py (an FFT scan): the `lru-pytorch` package's LRU loops in
+Python over batch and time, too slow for L = 1000, so tests/families/test_cmru.py checks that ours gives
+the same states as the package's on matched parameters.
 """
 
 from __future__ import annotations

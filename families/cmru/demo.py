@@ -6,21 +6,21 @@ Prints a table (mean +- std over seeds) and writes results.json and grad_through
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..demo_cli import DemoParser, finish_demo
+from ..parallel import run_jobs
 from .config import UNITS, CMRUConfig
 from .data import copy_first_input, sequential_digits
 from .model import RecurrentClassifier, gradient_through_time
 
 COPY_CLASSES = 4
+LEARNING_RATES = {"copy": (1e-3, 3e-3, 1e-2), "digits": (3e-3, 1e-2, 3e-2)}  # swept per unit and task
 CONVERGED = {"copy": 0.95, "digits": 0.80, "pdigits": 0.80}  # test accuracy that counts as "converged"
 
 
@@ -49,7 +49,7 @@ def run_one(job: dict) -> dict:
     torch.set_num_threads(1)
     torch.manual_seed(job["seed"])
     task, unit, seed, steps = job["task"], job["unit"], job["seed"], job["steps"]
-    out: dict = {"task": task, "unit": unit, "seed": seed}
+    out: dict = {"task": task, "unit": unit, "seed": seed, "lr": job["lr"]}
     if task == "copy":
         cfg = CMRUConfig(
             unit=unit, input_size=COPY_CLASSES + 1, num_classes=COPY_CLASSES, hidden_size=16, state_size=16
@@ -60,8 +60,9 @@ def run_one(job: dict) -> dict:
             model,
             lambda s: copy_first_input(32, train_len, COPY_CLASSES, seed=10_000 * seed + s),
             steps,
-            3e-3,
+            job["lr"],
         )
+        out["val_acc"] = _accuracy(model, *copy_first_input(256, train_len, COPY_CLASSES, seed=555))
         for length in job["lengths"]:  # persistent memory: trained at the shortest length, tested at all
             x, y = copy_first_input(256, length, COPY_CLASSES, seed=999)
             out[f"acc_L{length}"] = _accuracy(model, x, y)
@@ -79,6 +80,8 @@ def run_one(job: dict) -> dict:
             out["acc_hardened"] = _accuracy(model, *copy_first_input(256, train_len, COPY_CLASSES, seed=999))
     else:
         xtr, ytr, xte, yte = sequential_digits(permuted=task == "pdigits", seed=seed)
+        n_val = len(xtr) // 5  # the learning rate is chosen on this slice of the training split
+        xval, yval, xtr, ytr = xtr[:n_val], ytr[:n_val], xtr[n_val:], ytr[n_val:]
         model = RecurrentClassifier(
             CMRUConfig(unit=unit, input_size=1, num_classes=10, hidden_size=16, state_size=16)
         )
@@ -88,7 +91,8 @@ def run_one(job: dict) -> dict:
             idx = torch.randint(0, len(xtr), (64,), generator=gen)
             return xtr[idx], ytr[idx]
 
-        out["train_time_s"] = _train(model, batches, steps, 1e-2)
+        out["train_time_s"] = _train(model, batches, steps, job["lr"])
+        out["val_acc"] = _accuracy(model, xval, yval)
         out["acc"] = _accuracy(model, xte, yte)
         torch.manual_seed(seed)
         out[f"acc_noise{job['noise'][-1]}"] = _accuracy(
@@ -96,6 +100,27 @@ def run_one(job: dict) -> dict:
         )
     out["converged"] = out["acc"] >= CONVERGED[task]
     return out
+
+
+def select_learning_rates(runs: list[dict]) -> tuple[list[dict], str]:
+    """Per (task, unit), keep the runs of the learning rate with the best mean validation accuracy over
+    seeds; also return the sweep as a markdown table (mean validation accuracy % per learning rate)."""
+    groups: dict[tuple[str, str], dict[float, list[dict]]] = {}
+    for r in runs:
+        groups.setdefault((r["task"], r["unit"]), {}).setdefault(r["lr"], []).append(r)
+    kept, lines = [], ["### Learning-rate sweep (mean validation accuracy %, * = chosen)", ""]
+    width = max(len(by_lr) for by_lr in groups.values())
+    lines += [
+        "| task | unit | " + " | ".join("lr: val acc" for _ in range(width)) + " |",
+        "|---|---|" + "---|" * width,
+    ]
+    for (task, unit), by_lr in groups.items():
+        val = {lr: float(np.mean([r["val_acc"] for r in rs])) for lr, rs in by_lr.items()}
+        best = max(val, key=val.get)
+        kept += by_lr[best]
+        cells = [f"{lr:g}: {100 * v:.1f}{'*' if lr == best else ''}" for lr, v in val.items()]
+        lines.append(f"| {task} | {unit} | " + " | ".join(cells) + " |")
+    return kept, "\n".join(lines)
 
 
 def _grad_curves(units: tuple[str, ...], length: int) -> dict[str, list[float]]:
@@ -182,67 +207,69 @@ def _plot(curves: dict[str, list[float]], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point (`latentworks family cmru`)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="seconds-long smoke run")
-    parser.add_argument(
-        "--seeds", type=int, default=None, help="seeds per configuration (default 5, quick 1)"
-    )
-    parser.add_argument("--out", type=str, default="runs/cmru", help="output directory")
-    parser.add_argument("--workers", type=int, default=2, help="parallel worker processes")
+    parser = DemoParser("cmru", __doc__.splitlines()[0], seeds=5, workers=2)
     parser.add_argument("--units", type=str, default=",".join(UNITS), help=f"comma list from {UNITS}")
     parser.add_argument(
         "--noise", type=str, default="0.3,0.6", help="comma list of test-time state-noise sigmas"
     )
-    args = parser.parse_args(argv)
+    parser.add_argument(
+        "--tasks", type=str, default="copy,digits,pdigits", help="comma list of copy, digits, pdigits"
+    )
+    parser.add_argument(
+        "--steps-scale", type=float, default=1.0, help="multiplies the training steps of every run"
+    )
+    args = parser.parse_demo(argv)
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    if not tasks or not set(tasks) <= set(CONVERGED):
+        parser.error(f"--tasks must be a comma list of {tuple(CONVERGED)}, got {args.tasks!r}")
+    if not args.steps_scale > 0:
+        parser.error(f"--steps-scale must be > 0, got {args.steps_scale}")
     units = tuple(u.strip() for u in args.units.split(",") if u.strip())
     bad = [u for u in units if u not in UNITS]
     if bad or not units:
-        raise ValueError(f"`--units` must be a comma list from {UNITS}, got {args.units!r}.")
-    seeds = args.seeds if args.seeds is not None else (1 if args.quick else 5)
-    if seeds < 1 or args.workers < 1:
-        raise ValueError("`--seeds` and `--workers` must be >= 1.")
+        parser.error(f"--units must be a comma list from {UNITS}, got {args.units!r}")
+    seeds = args.seeds
     lengths = [20, 60] if args.quick else [100, 300, 1000]
     try:
         noise = [float(v) for v in args.noise.split(",") if v.strip()]
-    except ValueError as err:
-        raise ValueError(f"`--noise` must be a comma list of numbers, got {args.noise!r}.") from err
+    except ValueError:
+        parser.error(f"--noise must be a comma list of numbers, got {args.noise!r}")
     if not noise or min(noise) < 0:
-        raise ValueError(f"`--noise` needs at least one sigma >= 0, got {args.noise!r}.")
-    steps = {"copy": 15 if args.quick else 300, "digits": 10 if args.quick else 150}
+        parser.error(f"--noise needs at least one sigma >= 0, got {args.noise!r}")
+    steps = {k: max(1, round(v * args.steps_scale)) for k, v in (("copy", 15 if args.quick else 300),
+                                                                  ("digits", 10 if args.quick else 150))}  # fmt: skip
+    lrs = {"copy": (3e-3,), "digits": (1e-2,)} if args.quick else LEARNING_RATES
     jobs = [
-        {"task": "copy", "unit": u, "seed": s, "steps": steps["copy"], "lengths": lengths, "noise": noise}
+        {
+            "task": "copy",
+            "unit": u,
+            "seed": s,
+            "steps": steps["copy"],
+            "lengths": lengths,
+            "noise": noise,
+            "lr": lr,
+        }
         for u in units
+        for lr in lrs["copy"]
         for s in range(seeds)
+        if "copy" in tasks
     ]
-    for task in ("digits", "pdigits"):
+    for task in [t for t in ("digits", "pdigits") if t in tasks]:
         jobs += [
-            {"task": task, "unit": u, "seed": s, "steps": steps["digits"], "noise": noise}
+            {"task": task, "unit": u, "seed": s, "steps": steps["digits"], "noise": noise, "lr": lr}
             for u in units
+            for lr in lrs["digits"]
             for s in range(seeds)
         ]
     start = time.perf_counter()
-    if args.workers == 1:
-        results = [run_one(j) for j in jobs]
-    else:
-        with ProcessPoolExecutor(max_workers=args.workers) as pool:
-            results = list(pool.map(run_one, jobs))
+    runs = run_jobs([(run_one, (j,)) for j in jobs], args.workers)
     torch.set_num_threads(1)
+    results, sweep = select_learning_rates(runs)
     curves = _grad_curves(units, lengths[-1])
-    wall = time.perf_counter() - start
-    table = summarize(results, units, lengths, noise)
-    print(table)
-    print(f"\nwall time {wall:.0f} s, {seeds} seed(s), {len(jobs)} training runs")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    payload = {
-        "results": results,
-        "grad_curves_init": curves,
-        "wall_time_s": wall,
-        "table": table,
-        "args": vars(args),
-    }
-    (out / "results.json").write_text(json.dumps(payload, indent=1))
-    _plot(curves, out / "grad_through_time.png")
+    table = summarize(results, units, lengths, noise) + "\n\n" + sweep + f"\n\n{len(jobs)} training runs"
+    payload = {"results": results, "all_runs": runs, "grad_curves_init": curves}
+    path = finish_demo(args, table, payload, time.perf_counter() - start)
+    _plot(curves, path.parent / "grad_through_time.png")
     return 0
 
 

@@ -72,7 +72,7 @@ def optimizer_steps(num_windows: int, epochs: int, batch: int = 32) -> int:
     return epochs * -(-num_windows // batch)
 
 
-def run_synthetic(seed: int, quick: bool, heavy: bool) -> dict:
+def run_synthetic(seed: int, quick: bool, heavy: bool, epochs: int = 12) -> dict:
     """N=32 shuffled latent-factor variables: ConFlux with spectral / no / oracle (true factor) order vs
     neuralforecast models, all with the same optimizer-step budget and the same learning-rate sweep
     (chosen on a validation split at the end of the training segment)."""
@@ -84,7 +84,6 @@ def run_synthetic(seed: int, quick: bool, heavy: bool) -> dict:
     cfg = dict(context_length=96, horizon=48, patch_vars=4, patch_len=8)
     xv, yv = windows(series[fit_end - 96 : train_end], 96, 48, stride=24)
     xt, yt = windows(series[train_end - 96 :], 96, 48, stride=48)
-    epochs = 1 if quick else 12
     budget = optimizer_steps(len(windows(series[:fit_end], 96, 48, stride=4)[0]), epochs)
     lrs = LEARNING_RATES[:1] if quick else LEARNING_RATES
     out: dict = {"seed": seed, "budget_steps": budget}
@@ -121,8 +120,9 @@ def run_synthetic(seed: int, quick: bool, heavy: bool) -> dict:
     return out
 
 
-def run_zero_shot(seed: int, quick: bool) -> dict:
-    """Pretrain on families A-C (N = 16, 24, 32), test zero-shot on family D (N = 20) vs from scratch."""
+def run_zero_shot(seed: int, quick: bool, epochs: int = 12) -> dict:
+    """Pretrain on families A-C (N = 16, 24, 32), test zero-shot on family D (N = 20) vs from scratch
+    (`epochs` / 2 epochs of pretraining, 3x that from scratch)."""
     steps = 600 if quick else 2000
     cfg = ConFluxConfig(context_length=96, horizon=48, patch_vars=4, patch_len=8, reorder="spectral")
     fams = [
@@ -132,7 +132,7 @@ def run_zero_shot(seed: int, quick: bool) -> dict:
     target = _standardize(latent_factor_series(steps, 20, 3, seed=100 * seed + 9)[0], int(0.8 * steps))
     train_end = int(0.8 * steps)
     xt, yt = windows(target[train_end - 96 :], 96, 48, stride=48)
-    epochs = 1 if quick else 6
+    epochs = max(1, epochs // 2)
     pre, _ = train_conflux(cfg, [f[:train_end] for f in fams], epochs, seed)
     pre.fit_order(target[:train_end])  # order from unlabeled target history only; no target training
     scratch, _ = train_conflux(cfg, [target[:train_end]], epochs * 3, seed)
@@ -145,8 +145,8 @@ def run_zero_shot(seed: int, quick: bool) -> dict:
     }
 
 
-def run_macro(seed: int, quick: bool) -> dict:
-    """statsmodels macrodata growth rates (N = 12), context 24, horizon 8."""
+def run_macro(seed: int, quick: bool, epochs: int = 12) -> dict:
+    """statsmodels macrodata growth rates (N = 12), context 24, horizon 8 (5 x `epochs` epochs)."""
     series = macrodata()
     train_end = 150
     series = _standardize(series, train_end)
@@ -155,7 +155,7 @@ def run_macro(seed: int, quick: bool) -> dict:
     out: dict = {"seed": seed}
     for name, reorder in (("conflux", "spectral"), ("conflux_noreorder", "none")):
         model, _ = train_conflux(
-            ConFluxConfig(reorder=reorder, **cfg), [series[:train_end]], 2 if quick else 60, seed
+            ConFluxConfig(reorder=reorder, **cfg), [series[:train_end]], 2 if quick else 5 * epochs, seed
         )
         model.fit_order(series[:train_end])
         out[name] = _score(_predict(model, xt), yt)
@@ -225,14 +225,20 @@ def main(argv: list[str] | None = None) -> int:
     """Command-line entry point (`latentworks family conflux`)."""
     parser = DemoParser("conflux", __doc__.splitlines()[0], seeds=5, workers=2)
     parser.add_argument("--no-heavy", action="store_true", help="skip the neuralforecast baselines")
+    parser.add_argument(
+        "--epochs", type=int, default=None, help="synthetic training epochs (default 12, quick 1)"
+    )
     args = parser.parse_demo(argv)
+    if args.epochs is not None and args.epochs < 1:
+        parser.error(f"--epochs must be >= 1, got {args.epochs}")
+    epochs = args.epochs if args.epochs is not None else (1 if args.quick else 12)
     seeds = args.seeds
     torch.set_num_threads(1)
     start = time.perf_counter()
     # every (experiment, seed) is independent; the heavy synthetic runs go first so the pool stays balanced
-    jobs = [(run_synthetic, (s, args.quick, not args.no_heavy)) for s in range(seeds)]
-    jobs += [(run_zero_shot, (s, args.quick)) for s in range(seeds)]
-    jobs += [(run_macro, (s, args.quick)) for s in range(seeds)]
+    jobs = [(run_synthetic, (s, args.quick, not args.no_heavy, epochs)) for s in range(seeds)]
+    jobs += [(run_zero_shot, (s, args.quick, epochs)) for s in range(seeds)]
+    jobs += [(run_macro, (s, args.quick, epochs)) for s in range(seeds)]
     results = run_jobs(jobs, args.workers)
     syn, zs, macro = results[:seeds], results[seeds : 2 * seeds], results[2 * seeds :]
     payload = {"synthetic": syn, "zero_shot": zs, "macro": macro}

@@ -30,6 +30,11 @@ class LLapDiffConfig:
     # Parameters of the diffusion process (DDPM, cosine schedule, x0-prediction, DDIM sampling)
     diffusion_steps: int = field(default=1000, metadata={"help": "training noise levels T"})
     sampling_steps: int = field(default=20, metadata={"help": "DDIM steps at sampling time"})
+    # the reference code's defaults are "v", "min_snr" (gamma 5), 64 steps and eta 0; ours stay x0 / none /
+    # 20 / eta 1 so the published demo table is reproducible, and the reference settings are one config away
+    prediction: str = field(default="x0", metadata={"help": "what the denoiser outputs: 'x0' or 'v'"})
+    loss_weighting: str = field(default="none", metadata={"help": "'none' or 'min_snr' (Hang et al. 2023)"})
+    min_snr_gamma: float = field(default=5.0, metadata={"help": "gamma of the min-SNR weight"})
 
     def __post_init__(self) -> None:
         problems = []
@@ -42,6 +47,12 @@ class LLapDiffConfig:
             problems.append(f"`alpha_min` must be > 0 so every pole is stable, got {self.alpha_min}")
         if not 0 < self.omega_max <= 3.141592653589794:
             problems.append(f"`omega_max` must be in (0, pi], got {self.omega_max}")
+        if self.prediction not in ("x0", "v"):
+            problems.append(f"`prediction` must be 'x0' or 'v', got {self.prediction!r}")
+        if self.loss_weighting not in ("none", "min_snr"):
+            problems.append(f"`loss_weighting` must be 'none' or 'min_snr', got {self.loss_weighting!r}")
+        if not self.min_snr_gamma > 0:
+            problems.append(f"`min_snr_gamma` must be > 0, got {self.min_snr_gamma}")
         if self.delta_max < 0:
             problems.append(f"`delta_max` must be >= 0, got {self.delta_max}")
         if problems:

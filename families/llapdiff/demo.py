@@ -3,15 +3,13 @@ imputation error, and pole recovery. Run `python -m families.llapdiff.demo` or `
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
+from ..demo_cli import DemoParser, finish_demo
 from ..parallel import run_jobs
 from .baselines import GRUDelta, NeuralCDE, dlinear_forecast, interpolate_history, saits_impute, train_direct
 from .config import LLapDiffConfig
@@ -189,35 +187,22 @@ def summarize(results: list[dict], rates: list[float]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point (`latentworks family llapdiff`)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="seconds-long smoke run")
-    parser.add_argument("--seeds", type=int, default=None, help="seeds per missing rate (default 3, quick 1)")
-    parser.add_argument("--out", type=str, default="runs/llapdiff", help="output directory")
+    parser = DemoParser("llapdiff", __doc__.splitlines()[0], seeds=3, workers=2)
     parser.add_argument(
         "--no-heavy", action="store_true", help="skip torchcde / neuralforecast / pypots baselines"
     )
-    parser.add_argument("--workers", type=int, default=2, help="parallel worker processes (1 thread each)")
-    args = parser.parse_args(argv)
-    seeds = args.seeds if args.seeds is not None else (1 if args.quick else 3)
-    if seeds < 1 or args.workers < 1:
-        raise ValueError(f"`--seeds` and `--workers` must be >= 1, got {seeds} and {args.workers}.")
+    args = parser.parse_demo(argv)
     torch.set_num_threads(1)
     rates = [0.0, 0.5] if args.quick else [0.0, 0.35, 0.7]
     start = time.perf_counter()
-    jobs = [(run, (r, s, args.quick, not args.no_heavy)) for r in rates for s in range(seeds)]
+    jobs = [(run, (r, s, args.quick, not args.no_heavy)) for r in rates for s in range(args.seeds)]
     results = run_jobs(jobs, args.workers)
     poles = pole_recovery(args.quick)
-    wall = time.perf_counter() - start
     table = summarize(results, rates)
     table += "\n\n### Pole recovery (K=2 fit, noiseless post-shift segment): true vs fitted (rho, omega)\n"
     for row in poles:
         table += f"\n- true {np.round(row['true'], 3).tolist()} fit {np.round(row['fit'], 3).tolist()} (mse {row['mse']:.1e})"
-    print(table)
-    print(f"\nwall time {wall:.0f} s, {seeds} seed(s)")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    payload = {"results": results, "poles": poles, "wall_time_s": wall, "table": table, "args": vars(args)}
-    (out / "results.json").write_text(json.dumps(payload, indent=1))
+    finish_demo(args, table, {"results": results, "poles": poles}, time.perf_counter() - start)
     return 0
 
 

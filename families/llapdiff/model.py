@@ -132,6 +132,24 @@ class GapAwareSummarizer(nn.Module):
         return self.gru(feats)[1][-1]
 
 
+def v_target(x0: torch.Tensor, eps: torch.Tensor, abar: torch.Tensor) -> torch.Tensor:
+    """v = sqrt(abar) eps - sqrt(1 - abar) x0 (Salimans & Ho), the reference code's default target."""
+    return abar.sqrt() * eps - (1 - abar).sqrt() * x0
+
+
+def x0_from_v(x_noisy: torch.Tensor, v: torch.Tensor, abar: torch.Tensor) -> torch.Tensor:
+    """Invert x_t = sqrt(abar) x0 + sqrt(1 - abar) eps given v: x0 = sqrt(abar) x_t - sqrt(1 - abar) v."""
+    return abar.sqrt() * x_noisy - (1 - abar).sqrt() * v
+
+
+def min_snr_weight(abar: torch.Tensor, gamma: float, prediction: str) -> torch.Tensor:
+    """Min-SNR-gamma loss weight (Hang et al. 2023) expressed for the x0 or v target:
+    min(SNR, gamma) for x0, min(SNR, gamma) / (SNR + 1) for v, with SNR = abar / (1 - abar)."""
+    snr = abar / (1 - abar)
+    clipped = snr.clamp(max=gamma)
+    return clipped if prediction == "x0" else clipped / (snr + 1)
+
+
 class LLapDiff(nn.Module):
     """Conditional diffusion over a horizon whose denoiser is a damped-mode expansion.
 
@@ -198,15 +216,22 @@ class LLapDiff(nn.Module):
         summary: torch.Tensor,
         rho: torch.Tensor,
         omega: torch.Tensor,
+        t_out: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """x0 prediction (B, T, C) from a noisy horizon at noise level index `step` (B,)."""
+        """x0 prediction from a noisy horizon (B, T, C) observed at `t_query` (B, T), noise level `step` (B,).
+
+        The noisy points are analysed into residues, which are then synthesised at `t_out` (B, T_out),
+        by default `t_query`: any other times can be read off the same denoised expansion.
+        """
         basis = laplace_basis(t_query, rho, omega)  # (B, T, 2K)
         theta0 = solve_residues(basis, x_noisy, ridge=1e-2)  # analysis of the noisy input, (B, 2K, C)
-        freqs = torch.exp(torch.linspace(0, -6, 8, device=step.device))
-        angle = step.float().unsqueeze(-1) / self.config.diffusion_steps * 1000 * freqs
+        freqs = torch.exp(torch.linspace(0, -6, 8, device=step.device, dtype=summary.dtype))
+        angle = step.to(summary.dtype).unsqueeze(-1) / self.config.diffusion_steps * 1000 * freqs
         temb = self.step_embed(torch.cat([angle.sin(), angle.cos()], -1))
         theta = theta0 + self.refine(torch.cat([theta0.flatten(1), summary, temb], -1)).view_as(theta0)
-        return basis @ theta  # synthesis: evaluated directly at the query times
+        if t_out is not None:
+            basis = laplace_basis(t_out, rho, omega)  # (B, T_out, 2K)
+        return basis @ theta  # synthesis: evaluated directly at the requested times
 
     def loss(
         self,
@@ -216,13 +241,20 @@ class LLapDiff(nn.Module):
         target: torch.Tensor,
         t_query: torch.Tensor,
     ) -> torch.Tensor:
-        """x0-prediction MSE at a random noise level."""
+        """MSE of the configured target (x0 or v) at a random noise level, optionally min-SNR weighted."""
         self._check(hist, mask, t_hist, t_query)
+        c = self.config
         summary, rho, omega = self.condition(hist, mask, t_hist)
-        step = torch.randint(0, self.config.diffusion_steps, (hist.shape[0],), device=hist.device)
+        step = torch.randint(0, c.diffusion_steps, (hist.shape[0],), device=hist.device)
         abar = self.alpha_bar[step].view(-1, 1, 1)
-        noisy = abar.sqrt() * target + (1 - abar).sqrt() * torch.randn_like(target)
-        return F.mse_loss(self.denoise(noisy, t_query, step, summary, rho, omega), target)
+        eps = torch.randn_like(target)
+        noisy = abar.sqrt() * target + (1 - abar).sqrt() * eps
+        out = self.denoise(noisy, t_query, step, summary, rho, omega)
+        goal = target if c.prediction == "x0" else v_target(target, eps, abar)
+        per_series = (out - goal).pow(2).mean((1, 2))  # (B,)
+        if c.loss_weighting == "min_snr":
+            per_series = per_series * min_snr_weight(abar.view(-1), c.min_snr_gamma, c.prediction)
+        return per_series.mean()
 
     @torch.no_grad()
     def sample(
@@ -246,6 +278,8 @@ class LLapDiff(nn.Module):
         for i, s in enumerate(steps):
             a_s = self.alpha_bar[s]
             x0 = self.denoise(x, tq, s.expand(tq.shape[0]), summary, rho, omega)
+            if self.config.prediction == "v":
+                x0 = x0_from_v(x, x0, a_s)
             if i == len(steps) - 1:
                 x = x0
                 break

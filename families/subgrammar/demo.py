@@ -43,8 +43,20 @@ def _half_time(steps: list[int], curve: list[float]) -> float:
 def main(argv: list[str] | None = None) -> int:
     """Print the KL decomposition, curves summary and pretraining table; write results.json into --out."""
     ap = DemoParser("subgrammar", __doc__.splitlines()[0], seeds=5, workers=2)
+    ap.add_argument(
+        "--train-steps", type=int, default=400, help="steps per run (pretraining gets 3/8 of this)"
+    )
+    ap.add_argument(
+        "--sizes", type=str, default="1x4,1x8,2x16", help="comma list of LAYERSxWIDTH model sizes"
+    )
     args = ap.parse_demo(argv)
     seeds = args.seeds
+    try:
+        sizes_arg = [tuple(int(v) for v in item.split("x")) for item in args.sizes.split(",") if item.strip()]
+    except ValueError:
+        ap.error(f"--sizes must look like 1x4,2x16 (layers x width), got {args.sizes!r}")
+    if not sizes_arg or any(len(sz) != 2 or min(sz) < 1 for sz in sizes_arg) or args.train_steps < 8:
+        ap.error("--sizes needs LAYERSxWIDTH items >= 1 and --train-steps must be >= 8")
     torch.set_num_threads(1)
     t0 = time.time()
     lines: list[str] = []
@@ -54,8 +66,11 @@ def main(argv: list[str] | None = None) -> int:
         base = SubgrammarConfig(train_steps=30, eval_every=15, num_train=300, num_test=60, pretrain_steps=0)
         sizes, pre = [(1, 8)], 10
     else:
-        base = SubgrammarConfig(train_steps=400, eval_every=50, num_train=5000, num_test=500)
-        sizes, pre = [(1, 4), (1, 8), (2, 16)], 150
+        steps = args.train_steps
+        base = SubgrammarConfig(
+            train_steps=steps, eval_every=max(1, steps // 8), num_train=5000, num_test=500
+        )
+        sizes, pre = sizes_arg, (3 * steps) // 8
     coef = g.decomposition_coefficients()
     results: dict = {"coefficients": coef, "runs": {}}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from families.demo_cli import load_results
 from families.llapdiff import LLapDiff, LLapDiffConfig, PoleBank, crps_ensemble, fit_poles, laplace_basis
 from families.llapdiff.data import regime_oscillators
 
@@ -43,19 +44,60 @@ def test_basis_at_unsorted_and_duplicated_timestamps() -> None:
     torch.testing.assert_close(single[:, 0], full[:, 4])
 
 
-def test_model_forecast_accepts_arbitrary_query_times() -> None:
-    """The denoiser's output at a query time does not depend on which other times are queried."""
+def test_denoiser_is_set_native_in_time_and_reads_out_any_times() -> None:
+    """At the denoiser itself: shuffling the noisy (time, value) pairs shuffles its output the same way;
+    its expansion can be read at any other times, pointwise; and moving the input times changes the output."""
+    torch.manual_seed(3)
     model = LLapDiff(LLapDiffConfig(num_channels=2, num_poles=3, hidden_size=8))
-    hist, mask = torch.randn(1, 12, 2), torch.ones(1, 12, 2)
-    t_hist = torch.linspace(-3, 0, 12)[None]
-    summary, rho, omega = model.condition(hist, mask, t_hist)
-    tq = torch.tensor([[2.0, 0.5, 0.5, 1.0]])  # unsorted and duplicated
-    theta = torch.randn(1, 6, 2)
-    out = laplace_basis(tq, rho, omega) @ theta
-    torch.testing.assert_close(out[0, 1], out[0, 2])
-    torch.testing.assert_close(out[0, 3], (laplace_basis(tq[:, 3:], rho, omega) @ theta)[0, 0])
-    samples = model.sample(hist, mask, t_hist, tq, num_samples=2)
-    assert samples.shape == (2, 1, 4, 2) and torch.isfinite(samples).all()
+    for p in model.refine.parameters():  # a non-trivial refinement, as after training
+        torch.nn.init.normal_(p, std=0.3)
+    model = model.double()  # the least-squares analysis is ill-conditioned in float32
+    hist, mask = torch.randn(1, 12, 2, dtype=torch.float64), torch.ones(1, 12, 2, dtype=torch.float64)
+    summary, rho, omega = model.condition(hist, mask, torch.linspace(-3, 0, 12, dtype=torch.float64)[None])
+    tq = torch.tensor([[0.1, 2.0, 0.5, 1.0, 1.5, 0.7]], dtype=torch.float64)  # unsorted, irregular
+    x, step = torch.randn(1, 6, 2, dtype=torch.float64), torch.tensor([300])
+    with torch.no_grad():
+        out = model.denoise(x, tq, step, summary, rho, omega)
+        perm = torch.tensor([3, 0, 5, 1, 4, 2])
+        shuffled = model.denoise(x[:, perm], tq[:, perm], step, summary, rho, omega)
+        torch.testing.assert_close(shuffled, out[:, perm])
+        t_new = torch.tensor(
+            [[2.5, 0.3, 0.3, 4.0]], dtype=torch.float64
+        )  # unseen, duplicated, beyond the horizon
+        read = model.denoise(x, tq, step, summary, rho, omega, t_out=torch.cat([tq, t_new], 1))
+        torch.testing.assert_close(read[:, :6], out)
+        torch.testing.assert_close(read[:, 7], read[:, 8])
+        one = model.denoise(x, tq, step, summary, rho, omega, t_out=t_new[:, 3:])
+        torch.testing.assert_close(one[:, 0], read[:, 9])
+        moved = model.denoise(x, tq.flip(1), step, summary, rho, omega)
+        assert (moved - out).abs().max() > 1e-2  # the times are used, so the checks above can fail
+
+
+def test_v_prediction_and_min_snr_weighting_follow_their_definitions() -> None:
+    """v round-trips to x0 at every noise level; min-SNR weights are min(SNR, gamma) for x0 and
+    min(SNR, gamma) / (SNR + 1) for v; the reference settings train (finite loss, gradients) and the x0
+    default is the plain MSE."""
+    from families.llapdiff.model import min_snr_weight, v_target, x0_from_v
+
+    x0, eps = torch.randn(4, 6, 2), torch.randn(4, 6, 2)
+    abar = torch.tensor([0.999, 0.9, 0.5, 0.01]).view(-1, 1, 1)
+    xt = abar.sqrt() * x0 + (1 - abar).sqrt() * eps
+    torch.testing.assert_close(x0_from_v(xt, v_target(x0, eps, abar), abar), x0)
+    a = torch.tensor([0.5, 0.9, 0.99])  # SNR 1, 9, 99
+    torch.testing.assert_close(min_snr_weight(a, 5.0, "x0"), torch.tensor([1.0, 5.0, 5.0]))
+    torch.testing.assert_close(min_snr_weight(a, 5.0, "v"), torch.tensor([0.5, 0.5, 5.0 / 100]))
+    hist, mask, th = torch.randn(3, 10, 2), torch.ones(3, 10, 2), torch.linspace(-2, 0, 10).expand(3, -1)
+    target, tq = torch.randn(3, 5, 2), torch.linspace(0.1, 1, 5).expand(3, -1)
+    for kw in ({}, {"prediction": "v", "loss_weighting": "min_snr", "sampling_steps": 8}):
+        model = LLapDiff(LLapDiffConfig(num_channels=2, num_poles=2, hidden_size=8, **kw))
+        torch.manual_seed(0)
+        loss = model.loss(hist, mask, th, target, tq)
+        loss.backward()
+        assert torch.isfinite(loss) and model.refine[0].weight.grad.abs().sum() > 0
+        samples = model.sample(hist, mask, th, tq, num_samples=2, eta=0.0)
+        assert samples.shape == (2, 3, 5, 2) and torch.isfinite(samples).all()
+    with pytest.raises(ValueError, match="prediction"):
+        LLapDiffConfig(prediction="eps")
 
 
 def test_pole_recovery_on_noiseless_damped_oscillator() -> None:
@@ -125,4 +167,6 @@ def test_demo_quick_smoke(tmp_path) -> None:
     from families.llapdiff.demo import main
 
     assert main(["--quick", "--no-heavy", "--workers", "1", "--out", str(tmp_path)]) == 0
-    assert (tmp_path / "results.json").exists()
+    res = load_results(tmp_path)
+    assert res["seeds"] == 1 and res["wall_time_s"] > 0
+    assert 0.05 < res["results"][0]["llapdiff"]["crps"] < 1.5  # standardised targets: CRPS of order 0.5

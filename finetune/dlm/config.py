@@ -154,6 +154,10 @@ class EvalConfig:
     prompted_episodes: int = field(
         default=0, metadata={"help": "episodes for the prompted (un-finetuned) LM; 0 = `episodes`."}
     )
+    methods: list[str] = field(
+        default_factory=list,
+        metadata={"help": "evaluate only methods whose label starts with one of these (empty = all)."},
+    )
     max_steps: int = field(
         default=0,
         metadata={"help": "truncate evaluation episodes after this many steps (0 = the env's limit)."},

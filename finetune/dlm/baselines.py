@@ -56,6 +56,10 @@ def features(env_name: str, obs: dict[str, Any], legal: list[int]) -> list[float
         goals = obs["carrying"] and obs["carrying_requested"]
         items = [(o["dr"] / 10, o["dc"] / 10, 1.0) for o in (obs["goals"] if goals else obs["requested"])]
         mates = [(o["dr"] / 10, o["dc"] / 10, 0.0) for o in obs["agents"]]
+    elif env_name == "smax":
+        head = [obs["health"] / 100.0]
+        items = [(u["dx"] / 10, u["dy"] / 10, u["health"] / 100.0) for u in obs["enemies"]]
+        mates = [(u["dx"] / 10, u["dy"] / 10, u["health"] / 100.0) for u in obs["allies"]]
     else:
         head = list(obs["vel"])
         items = [(o["dx"], o["dy"], 0.0) for o in obs["landmarks"]]

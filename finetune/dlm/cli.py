@@ -242,6 +242,8 @@ def stage_eval(cfg: DLMConfig, force: bool) -> None:
             for label, decoding, runs, *only in pols:
                 if only and only[0] != env_name:
                     continue
+                if cfg.eval.methods and not label.startswith(tuple(cfg.eval.methods)):
+                    continue
                 # zero-shot rows compare the trained policies under the decoding they are compared with;
                 # free decoding and the prompted model are measured in-distribution (CPU-bound evaluation)
                 if zero_shot and (decoding == "free" or label.startswith("Prompted")):
@@ -254,7 +256,15 @@ def stage_eval(cfg: DLMConfig, force: bool) -> None:
                 if zero_shot and cfg.eval.zero_shot_episodes:
                     episodes = cfg.eval.zero_shot_episodes
                 for pol in runs:  # the same start states for every trained run (strata of the bootstrap)
-                    stats = run_episodes(env_name, name, pol, episodes, list(cfg.eval.seeds), progress=bar)
+                    stats = run_episodes(
+                        env_name,
+                        name,
+                        pol,
+                        episodes,
+                        list(cfg.eval.seeds),
+                        progress=bar,
+                        max_steps=cfg.eval.max_steps or None,
+                    )
                     per_seed.append([asdict(st) for st in stats])
                 results.append(
                     {

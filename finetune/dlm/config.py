@@ -71,6 +71,9 @@ class SFTRunConfig:
         default_factory=lambda: ["good", "medium"], metadata={"help": "tiers used for SFT."}
     )
     teammate_prob: float = field(default=0.3, metadata={"help": "share of samples with teammates' turns."})
+    max_samples: int = field(
+        default=0, metadata={"help": "train on a random subset of this many samples (0 = all)."}
+    )
     epochs: float = 3.0
     learning_rate: float = 1e-3
     warmup_steps: int = field(default=10, metadata={"help": "linear warm-up; the first step has lr 0."})
@@ -150,6 +153,14 @@ class EvalConfig:
     max_new_tokens: int = 4
     prompted_episodes: int = field(
         default=0, metadata={"help": "episodes for the prompted (un-finetuned) LM; 0 = `episodes`."}
+    )
+    methods: list[str] = field(
+        default_factory=list,
+        metadata={"help": "evaluate only methods whose label starts with one of these (empty = all)."},
+    )
+    max_steps: int = field(
+        default=0,
+        metadata={"help": "truncate evaluation episodes after this many steps (0 = the env's limit)."},
     )
     zero_shot_episodes: int = field(
         default=0, metadata={"help": "episodes per trained model on zero-shot scenarios; 0 = `episodes`."}

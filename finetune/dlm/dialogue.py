@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from typing import Any
 
 from finetune.dlm.envs import LBF_ACTIONS, MPE_ACTIONS
 from finetune.dlm.envs_rware import RWARE_ACTIONS
+from finetune.dlm.envs_smax import SMAX_ACTIONS
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -29,6 +31,7 @@ __all__ = [
     "parse_action",
     "parse_legal",
     "parse_rware_observation",
+    "parse_smax_observation",
     "render_action",
     "render_observation",
     "system_prompt",
@@ -37,9 +40,14 @@ __all__ = [
 
 SCHEMA_VERSION = "dlm-dialogue/1"
 
-_ACTIONS = {"lbforaging": LBF_ACTIONS, "mpe": MPE_ACTIONS, "rware": RWARE_ACTIONS}
+_ACTIONS = {"lbforaging": LBF_ACTIONS, "mpe": MPE_ACTIONS, "rware": RWARE_ACTIONS, "smax": SMAX_ACTIONS}
 # Short on purpose: the system turn is in every prompt and its tokens dominate CPU prefill time.
-_DESCRIPTIONS = {"lbforaging": "a foraging agent", "mpe": "a spread agent", "rware": "a warehouse robot"}
+_DESCRIPTIONS = {
+    "lbforaging": "a foraging agent",
+    "mpe": "a spread agent",
+    "rware": "a warehouse robot",
+    "smax": "a combat unit",
+}
 
 
 def action_names(env_name: str) -> tuple[str, ...]:
@@ -135,6 +143,38 @@ def parse_rware_observation(text: str) -> dict[str, Any]:
     return obs
 
 
+def _smax_unit(u: dict[str, Any]) -> str:
+    return f"{u['id']} {u['type']} {u['health']}% at x {u['dx']:+.1f} y {u['dy']:+.1f}"
+
+
+def _smax_text(obs: dict[str, Any]) -> str:
+    enemies = "; ".join(_smax_unit(u) for u in obs["enemies"]) or "none seen"
+    allies = "; ".join(_smax_unit(u) for u in obs["allies"]) or "none seen"
+    return f"you: {obs['type']} {obs['health']}%\nenemies: {enemies}\nallies: {allies}"
+
+
+_SMAX_UNIT = re.compile(r"^(\d+) (\w+) (\d+)% at x ([+-]\d+\.\d) y ([+-]\d+\.\d)$")
+
+
+def parse_smax_observation(text: str) -> dict[str, Any]:
+    """The inverse of `render_observation` for smax (used to check that the text loses nothing)."""
+    lines = dict(line.split(": ", 1) for line in str(text).splitlines() if ": " in line)
+    kind, health = lines["you"].split(" ")
+    obs: dict[str, Any] = {"type": kind, "health": int(health.rstrip("%"))}
+    for key in ("enemies", "allies"):
+        units = []
+        if lines[key] != "none seen":
+            for part in lines[key].split("; "):
+                m = _SMAX_UNIT.match(part)
+                if m is None:
+                    raise ValueError(f"unparseable smax unit {part!r}")
+                units.append(
+                    {"id": int(m[1]), "type": m[2], "health": int(m[3]), "dx": float(m[4]), "dy": float(m[5])}
+                )
+        obs[key] = units
+    return obs
+
+
 def render_observation(env_name: str, obs: dict[str, Any], legal: list[int]) -> str:
     """One agent's local observation and legal actions as the user turn."""
     names = action_names(env_name)
@@ -151,6 +191,8 @@ def render_observation(env_name: str, obs: dict[str, Any], legal: list[int]) -> 
         return f"you: level {obs['level']}\nfood: {foods}\nagents: {mates}\n{legal_txt}"
     if env_name == "rware":
         return _rware_text(obs) + f"\n{legal_txt}"
+    if env_name == "smax":
+        return _smax_text(obs) + f"\n{legal_txt}"
     marks = "; ".join(_mpe_offset(o) for o in obs["landmarks"]) or "none"
     mates = "; ".join(_mpe_offset(o) for o in obs["agents"]) or "none"
     vx, vy = obs["vel"]

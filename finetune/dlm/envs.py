@@ -12,6 +12,7 @@ Environments:
 - `mpe`: Multi-Particle Environment `simple_spread` (`mpe2` 1.1), scenarios `spread-<N>` for N agents
   and N landmarks, discrete actions.
 - `rware`: Multi-Robot Warehouse (`rware` 2.0), scenarios `tiny-2ag`, `small-4ag-hard`, ... (`envs_rware.py`).
+- `smax`: SMAX from `jaxmarl` (SMAC-like, no game binary), scenarios `3m`, `2s3z`, `3s_vs_3z`, ... (`envs_smax.py`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import numpy as np
 
 __all__ = ["ENV_NAMES", "IllegalActionError", "LBFEnv", "MPESpreadEnv", "MultiAgentEnv", "make_env"]
 
-ENV_NAMES = ("lbforaging", "mpe", "rware")
+ENV_NAMES = ("lbforaging", "mpe", "rware", "smax")
 
 LBF_ACTIONS = ("none", "north", "south", "west", "east", "load")
 MPE_ACTIONS = ("stay", "left", "right", "down", "up")  # mpe2 discrete order: no-op, -x, +x, -y, +y
@@ -312,7 +313,7 @@ def _check_actions(env: MultiAgentEnv, actions: list[int]) -> None:
 
 
 def make_env(env_name: str, scenario: str) -> MultiAgentEnv:
-    """An adapter for `env_name` ('lbforaging', 'mpe' or 'rware') and one of its scenarios."""
+    """An adapter for `env_name` (one of `ENV_NAMES`) and one of its scenarios."""
     if env_name == "lbforaging":
         return LBFEnv(scenario)
     if env_name == "mpe":
@@ -321,4 +322,8 @@ def make_env(env_name: str, scenario: str) -> MultiAgentEnv:
         from finetune.dlm.envs_rware import RwareEnv
 
         return RwareEnv(scenario)
+    if env_name == "smax":
+        from finetune.dlm.envs_smax import SmaxEnv
+
+        return SmaxEnv(scenario)
     raise ValueError(f"unknown environment {env_name!r}: choose one of {ENV_NAMES}.")

@@ -98,6 +98,10 @@ def expert_actions(env: MultiAgentEnv, rng: np.random.Generator | None = None) -
 
     if isinstance(env, RwareEnv):
         return rware_expert(env, rng if rng is not None else np.random.default_rng(0))
+    from finetune.dlm.envs_smax import SmaxEnv, smax_expert
+
+    if isinstance(env, SmaxEnv):
+        return smax_expert(env, rng if rng is not None else np.random.default_rng(0))
     raise ValueError(f"no scripted expert for environment {type(env).__name__}.")
 
 

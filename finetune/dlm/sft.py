@@ -124,8 +124,14 @@ def lora_config(model, r: int, top_layers: int = 0):
     return LoraConfig(r=r, lora_alpha=2 * r, target_modules=targets, task_type="CAUSAL_LM", **kwargs)
 
 
-def build_sft_trainer(cfg: SFTRunConfig, samples: list[dict[str, Any]], run_dir: str | Path):
-    """The `trl.SFTTrainer` of `run_sft` (prompt/completion data, completion-only loss), and its base path."""
+def build_sft_trainer(
+    cfg: SFTRunConfig, samples: list[dict[str, Any]], run_dir: str | Path, with_eval: bool = False
+):
+    """The `trl.SFTTrainer` of `run_sft` (prompt/completion data, completion-only loss), and its base path.
+
+    `with_eval` also hands the training samples in as the evaluation set (`trainer.evaluate()` then
+    reports the completion-only loss on them); it costs a second tokenisation pass, so training skips it.
+    """
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
@@ -133,6 +139,8 @@ def build_sft_trainer(cfg: SFTRunConfig, samples: list[dict[str, Any]], run_dir:
     if not samples:
         raise ValueError("no SFT samples: check `sft.tiers` against the generated dataset.")
     check_schema(samples[0]["schema_version"], SCHEMA_VERSION)
+    if cfg.max_samples and len(samples) > cfg.max_samples:
+        samples = random.Random(cfg.seed).sample(samples, cfg.max_samples)
     run_dir = Path(run_dir)
     base = prepare_base_model(cfg, samples, run_dir)
     tok = AutoTokenizer.from_pretrained(base)

@@ -39,7 +39,9 @@ def _peer_calls(m, enc: dict, layers: list[int], vec: torch.Tensor) -> dict:
     try:
         import steering_vectors as sv
     except ImportError:
-        print("steering-vectors not installed (pip install 'latentworks[probes-parity]'): peer rows skipped")
+        print(
+            "steering-vectors not installed (pip install --no-deps steering-vectors==0.12.2): peer rows skipped"
+        )
         return {}
     pos = (enc["attention_mask"].cumsum(1) - 1).clamp_min(0)
     mid = m.num_layers // 2

@@ -113,7 +113,14 @@ def test_dtype_change_refused_batch_size_change_recorded(model_dir, clean_run, t
     out = _copy_run(clean, tmp_path / "run")
     with pytest.raises(ValueError, match="dtype"):
         evaluate(EvalConfig(model=model_dir, out=str(out), resume=True, **{**ARGS, "dtype": "bfloat16"}))
-    evaluate(EvalConfig(model=model_dir, out=str(out), resume=True, **{**ARGS, "run": RunConfig(batch_size=4, latent_steps=1, max_new_tokens=3)}))
+    evaluate(
+        EvalConfig(
+            model=model_dir,
+            out=str(out),
+            resume=True,
+            **{**ARGS, "run": RunConfig(batch_size=4, latent_steps=1, max_new_tokens=3)},
+        )
+    )
     resumes = json.loads((out / "manifest.json").read_text())["resumes"]
     assert resumes[-1]["changed"] == {"batch_size": [2, 4]}
 

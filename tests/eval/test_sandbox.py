@@ -447,9 +447,9 @@ def test_host_files_are_read_only(iso, tmp_path):
         pytest.skip("no read-only view on this machine (documented limit)")
     import tempfile
 
-    open_dir = tempfile.mkdtemp(
-        prefix=".lw-open-", dir=os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
-    )
+    # a host directory outside the private views (/tmp, /run, ...) and the hidden home directory
+    base = next(d for d in ("/var/lib", "/srv", "/opt", "/mnt") if os.path.isdir(d) and os.access(d, os.W_OK))
+    open_dir = tempfile.mkdtemp(prefix=".lw-open-", dir=base)
     try:
         os.chmod(open_dir, 0o777)
         target = os.path.join(open_dir, "x")

@@ -121,7 +121,9 @@ class LatentModel:
         # transformers renamed `past_key_values` to `cache` (5.2x); 5.19 silently ignores `cache=`.
         params = inspect.signature(self._backbone.forward).parameters
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
-        self._windows = window_spec(hf.config.get_text_config(decoder=True))
+        text_config = hf.config.get_text_config(decoder=True)
+        self._windows = window_spec(text_config)
+        self._max_positions = getattr(text_config, "max_position_embeddings", None)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -247,7 +249,7 @@ class LatentModel:
         return hidden, new_state
 
     def _check_context(self, lengths: torch.Tensor) -> None:
-        limit = getattr(self.config.get_text_config(decoder=True), "max_position_embeddings", None)
+        limit = self._max_positions
         longest = int(lengths.max()) if lengths.numel() else 0
         if limit and longest > limit:
             raise ValueError(

@@ -77,6 +77,8 @@ class Realigner:
         so a 262k vocabulary never needs a float64 copy of the whole table."""
         if method not in ("ridge", "identity"):
             raise ValueError(f"unknown realignment `{method}`: use 'ridge', 'identity' or pass a callable.")
+        if lam < 0:
+            raise ValueError(f"`lam` must be >= 0, got {lam}.")
         w_out = w_out.detach()
         vocab, d = w_out.shape
         device = w_out.device
@@ -92,8 +94,6 @@ class Realigner:
                 if method == "ridge":
                     gram += rows_out.T @ rows_out
                     cross += rows_out.T @ rows_in
-        if lam < 0:
-            raise ValueError(f"`lam` must be >= 0, got {lam}.")
         matrix = None
         if method == "ridge":
             eye = torch.eye(d, dtype=torch.float64, device=device)

@@ -30,7 +30,15 @@ from latent.state import LatentState
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_LATENT_STEPS", "METHODS", "AgentStep", "RunConfig", "resolve_models", "run"]
+__all__ = [
+    "DEFAULT_LATENT_STEPS",
+    "METHODS",
+    "AgentStep",
+    "RunConfig",
+    "final_agent_view",
+    "resolve_models",
+    "run",
+]
 
 Context = list[tuple[str, str]]  # [(agent, text)] one row read or wrote
 
@@ -179,6 +187,39 @@ def _run_batch(
         Result(q, batch.final_text[r], cfg.method, g.name, [s.stats[r] for s in steps])
         for r, q in enumerate(questions)
     ]
+
+
+def final_agent_view(
+    graph: str | Graph,
+    model: LatentModel,
+    questions: list[str],
+    config: RunConfig,
+    memory: WorkingMemory | None = None,
+) -> tuple[list[list[dict]], LatentState | None]:
+    """latent_mas up to the final agent: every upstream agent reads its view of the memory, writes its
+    prompt and thinks, exactly as `run` does. Returns the final agent's chat messages and the state it
+    reads before its prompt (None when it reads no memory). Latent-aware training scores the final
+    agent's answer after this state; a `WorkingMemory(model, grad=True)` keeps the whole path
+    differentiable."""
+    if config.method != "latent_mas":
+        raise ValueError(f"`final_agent_view` runs latent_mas, got method {config.method!r}.")
+    check_questions(questions)
+    g = Graph.resolve(graph)
+    prompts = PromptSet.load(config.prompts)
+    models = resolve_models(g, model)
+    batch = _Batch(questions, memory or WorkingMemory(model), final_text=[""] * len(questions))
+    for name in g.order():
+        step = _read_incoming(g, models, name, config, batch)
+        if name == g.final:
+            msgs = [prompts.messages(step.role, q, step.context[r]) for r, q in enumerate(questions)]
+            return msgs, batch.memory.state_for(step.visible, step.model)
+        if any(e.mode == "text" for e in g.edges if e.src == name):
+            raise ValueError(f"agent {name!r} hands on text: `final_agent_view` needs kv/latent edges only.")
+        _write_prompt(step, config, prompts, batch)
+        if config.latent_steps > 0:
+            _think(step, config, batch)
+        _finish(step, batch)
+    raise AssertionError("the final agent is always in the order")
 
 
 def _reads_text(edge: Edge, cfg: RunConfig) -> bool:

@@ -6,9 +6,14 @@ import argparse
 import time
 from dataclasses import dataclass, field
 
-from agents.config import DEFAULT_LATENT_STEPS, RunConfig, default_threads
+from agents.config import RunConfig, default_threads
 from eval.config import EvalConfig
 from latentworks.args import add_config_arguments, config_from_args
+
+
+# builtin:arith-mini learned latent hand-off with this many thoughts per agent (its card records it);
+# other models get `agents.DEFAULT_LATENT_STEPS` through `latentworks eval`.
+BUILTIN_LATENT_STEPS = 8
 
 
 @dataclass
@@ -18,7 +23,10 @@ class DemoConfig:
     model: str = field(default="builtin:arith-mini", metadata={"help": "path, hub id or builtin:<name>"})
     limit: int = field(default=32, metadata={"help": "held-out problems"})
     graph: str = field(default="sequential", metadata={"help": "sequential | hierarchical | graph file"})
-    latent_steps: int = field(default=DEFAULT_LATENT_STEPS, metadata={"help": "latent thoughts per agent"})
+    latent_steps: int = field(
+        default=BUILTIN_LATENT_STEPS,
+        metadata={"help": "latent thoughts per agent (the built-in model was trained with 8)"},
+    )
     max_new_tokens: int = field(default=96, metadata={"help": "decode budget per decoding agent"})
     threads: int | None = field(default_factory=default_threads, metadata={"help": "torch CPU threads"})
     out: str | None = field(default=None, metadata={"help": "output directory (default: runs/demo-<time>)"})

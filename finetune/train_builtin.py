@@ -18,7 +18,7 @@ and stops by itself. Checkpoints (model, optimizer, step, elapsed time, loss log
 ``ckpt_minutes`` and ``--resume`` continues from them; batch ``i`` is generated from ``(seed, i)``, so
 a resumed run sees the same data it would have seen.
 
-Run: ``python -m finetune.train_builtin --config finetune/recipes/arith-mini.yaml``
+Run: ``python -m finetune.train_builtin --config finetune/recipes/arith-mini-v3.yaml``
 """
 
 from __future__ import annotations
@@ -707,7 +707,7 @@ Validation accuracy during training:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """CLI entry point: ``python -m finetune.train_builtin --config finetune/recipes/arith-mini.yaml``."""
+    """CLI entry point: ``python -m finetune.train_builtin --config finetune/recipes/arith-mini-v3.yaml``."""
     from latentworks.args import config_from_args
 
     try:

@@ -14,6 +14,71 @@ import copy
 
 import torch
 from transformers import DynamicCache, PreTrainedModel
+from transformers.cache_utils import Cache, DynamicLayer
+
+
+class GrowingLayer(DynamicLayer):
+    """A `DynamicLayer` that appends into buffers with spare room, so a decode step copies one position
+    instead of the whole cache (`torch.cat` per step makes T decode steps cost O(T^2) copies; on a small
+    model at a few hundred positions that copy is a third of the step). `keys`/`values` stay exactly
+    the filled prefix (a view of the buffer), so everything that reads them is unchanged.
+
+    With autograd recording (latent-aware training) it appends by concatenation, as `DynamicLayer` does:
+    writing into a buffer in place would overwrite tensors the backward pass still needs."""
+
+    _kbuf: torch.Tensor | None = None
+    _vbuf: torch.Tensor | None = None
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        if torch.is_grad_enabled() and (key_states.requires_grad or self.keys.requires_grad):
+            self._kbuf = self._vbuf = None
+            return super().update(key_states, value_states, *args, **kwargs)
+        n = self.keys.shape[-2] if self.keys.numel() else 0
+        t = key_states.shape[-2]
+        if not self._owns_prefix(key_states) or n + t > self._kbuf.shape[-2]:
+            self._grow(key_states, value_states, n, n + t)
+        self._kbuf[..., n : n + t, :].copy_(key_states)
+        self._vbuf[..., n : n + t, :].copy_(value_states)
+        self.keys = self._kbuf[..., : n + t, :]
+        self.values = self._vbuf[..., : n + t, :]
+        return self.keys, self.values
+
+    def _owns_prefix(self, key_states: torch.Tensor) -> bool:
+        """True when `keys`/`values` are still the filled prefix of this layer's own buffers."""
+        buf = self._kbuf
+        if buf is None or self.keys.numel() == 0:
+            return buf is not None and self.keys.numel() == 0 and buf.shape[:2] == key_states.shape[:2]
+        return (
+            all(
+                t.data_ptr() == b.data_ptr() and t.stride() == b.stride() and t.shape[:2] == b.shape[:2]
+                for t, b in ((self.keys, self._kbuf), (self.values, self._vbuf))
+            )
+            and buf.shape[:2] == key_states.shape[:2]
+            and buf.dtype == key_states.dtype
+        )
+
+    def _grow(self, key_states: torch.Tensor, value_states: torch.Tensor, n: int, need: int) -> None:
+        cap = need + max(64, need // 2)
+        b, h, _, dk = key_states.shape
+        kbuf = key_states.new_empty((b, h, cap, dk))
+        vbuf = value_states.new_empty((b, h, cap, value_states.shape[-1]))
+        if n:
+            kbuf[..., :n, :].copy_(self.keys)
+            vbuf[..., :n, :].copy_(self.values)
+        self._kbuf, self._vbuf = kbuf, vbuf
+
+    def crop(self, tokens_to_remove: int) -> None:
+        super().crop(tokens_to_remove)
+        self._kbuf = self._vbuf = None  # the next append must not overwrite what a cropped-off view holds
+
+
+class GrowingCache(DynamicCache):
+    """`DynamicCache` made of `GrowingLayer`s (one per layer, created on first write)."""
+
+    def __init__(self) -> None:
+        Cache.__init__(self, layer_class_to_replicate=GrowingLayer)
 
 
 def new_cache(model: PreTrainedModel) -> DynamicCache:
@@ -23,7 +88,7 @@ def new_cache(model: PreTrainedModel) -> DynamicCache:
     the same positions in every layer, and the window is applied by the attention mask instead
     (`latent.masks`)."""
     del model  # one layout for every architecture
-    return DynamicCache()
+    return GrowingCache()
 
 
 def cache_length(cache: DynamicCache | None) -> int:

@@ -70,6 +70,8 @@ class WorkingMemory:
     segments: list[Segment] = field(default_factory=list)
     _placed: list[_Placed] = field(default_factory=list)
     reprefills: int = 0
+    # True: every write and read keeps autograd (latent-aware training runs the same memory as inference)
+    grad: bool = False
 
     # ------------------------------------------------------------------ writing
     def write_tokens(
@@ -87,7 +89,11 @@ class WorkingMemory:
             raise ValueError(f"token segments are 'prompt' or 'text', got {kind!r}.")
         model = model or self.model
         embeds = model.embed(input_ids)
-        new = model.prefill(inputs_embeds=embeds, attention_mask=attention_mask, state=state)
+        if self.grad:
+            st = model.clone_state(state) if state is not None else None
+            _, new = model.forward_embeds(embeds, attention_mask, st)
+        else:
+            new = model.prefill(inputs_embeds=embeds, attention_mask=attention_mask, state=state)
         seg = Segment(agent, kind, embeds, attention_mask.to(embeds.device), token_ids=input_ids)
         return new, self._record(seg, new, context)
 
@@ -102,7 +108,9 @@ class WorkingMemory:
     ) -> tuple[LatentState, int | None]:
         """Generate `steps` latent thoughts after `state` and record them (None if steps == 0).
         `aligner` replaces the model's realignment for these thoughts (e.g. an ablation's stand-in)."""
-        thoughts, new, hidden = (model or self.model).think(state, steps, aligner=aligner, return_hidden=True)
+        model = model or self.model
+        think = model.think_with_grad if self.grad else model.think
+        thoughts, new, hidden = think(state, steps, aligner=aligner, return_hidden=True)
         if steps == 0:
             return new, None
         mask = torch.ones(thoughts.shape[:2], dtype=torch.long, device=thoughts.device)
@@ -136,7 +144,7 @@ class WorkingMemory:
             return None
         for placed in reversed(self._placed):  # newest first: the longest reusable prefix
             if list(placed.layout) == context:
-                return placed.state.copy()
+                return self.model.clone_state(placed.state) if self.grad else placed.state.copy()
         for placed in reversed(self._placed):
             if all(s in placed.layout for s in context) and self._in_order(placed, context):
                 idx = torch.cat([torch.arange(*placed.layout[s]) for s in context])
@@ -165,6 +173,8 @@ class WorkingMemory:
     def _reprefill(self, context: list[int], model: LatentModel) -> LatentState:
         self.reprefills += 1
         embeds, mask = self.embeddings(context)
+        if self.grad:
+            return model.forward_embeds(embeds, mask, None)[1]
         return model.prefill(inputs_embeds=embeds, attention_mask=mask)
 
     # ------------------------------------------------------------------ accounting and inspection

@@ -158,6 +158,12 @@ class LatentModel:
             )
         return self._aligner
 
+    def refresh_aligner(self) -> None:
+        """Recompute the ridge/identity map from the current embeddings at next use: training that
+        updates the embedding table calls this so thoughts are realigned as a fresh load would."""
+        if not callable(self._realign):
+            self._aligner = None
+
     # ------------------------------------------------------------------ inputs
     def encode(
         self,
@@ -325,16 +331,22 @@ class LatentModel:
         carry gradients back into the aligner (an `nn.Module` such as `LinearAligner`), any trainable
         weights of the model (e.g. LoRA) and whatever produced `state`. Used by latent-aware fine-tuning;
         the input state is left unchanged."""
+        st = self.clone_state(state)
+        with torch.enable_grad():
+            return self._think(st, steps, aligner, return_hidden)
+
+    def clone_state(self, state: LatentState) -> LatentState:
+        """An independent copy of `state` that keeps autograd history (`LatentState.copy` deep-copies,
+        which tensors inside a graph refuse): appending to the copy leaves `state` unchanged, and
+        gradients still flow back through it to whatever produced `state`."""
         src = layer_tensors(state.cache)
-        st = LatentState(
+        return LatentState(
             cache=cache_from_tensors(self._hf, [(k.clone(), v.clone()) for k, v in src]),
             attention_mask=state.attention_mask.clone(),
             last_hidden=state.last_hidden.clone(),
             next_position=state.next_position.clone(),
             positions=None if state.positions is None else state.positions.clone(),
         )
-        with torch.enable_grad():
-            return self._think(st, steps, aligner, return_hidden)
 
     def _think(
         self, st: LatentState, steps: int, aligner: Aligner | None, return_hidden: bool

@@ -29,7 +29,7 @@ def test_wheel_contains_builtin_models_prompts_and_configs(tmp_path):
         for f in model_dir.iterdir():
             assert f"latent/builtin_models/{model_dir.name}/{f.name}" in names
     assert "agents/prompts/default.yaml" in names
-    assert "finetune/recipes/arith-mini.yaml" in names
+    assert "finetune/recipes/arith-mini-v3.yaml" in names
     assert any(n.startswith("finetune/dlm/configs/") for n in names)
 
 

@@ -1,4 +1,5 @@
-"""The shipped builtin:arith-mini checkpoint: loads offline and solves held-out problems as its card says.
+"""The shipped built-in checkpoints (arith-mini = v4, arith-mini-v3): load offline and solve held-out problems
+as their cards say.
 
 Margin: the card's accuracy is measured on 2 x 256 held-out test problems; this test re-scores the first
 128 of the same problems (the generator is prefix-stable, and greedy outputs did not change with the
@@ -16,7 +17,7 @@ import torch
 
 from finetune.arith_data import extract_boxed_int, make_problems
 
-CKPT = Path(__file__).resolve().parents[2] / "latent" / "builtin_models" / "arith-mini"
+BUILTIN = Path(__file__).resolve().parents[2] / "latent" / "builtin_models"
 N_PROBLEMS = 128
 
 
@@ -31,33 +32,38 @@ CARD_KEYS = (
 )  # fmt: skip
 
 
+@pytest.fixture(scope="module", params=["arith-mini", "arith-mini-v3"])
+def ckpt(request) -> Path:
+    return BUILTIN / request.param
+
+
 @pytest.fixture(scope="module")
-def card() -> dict:
-    assert (CKPT / "card.json").is_file(), f"missing shipped checkpoint card {CKPT / 'card.json'}"
-    return json.loads((CKPT / "card.json").read_text())
+def card(ckpt) -> dict:
+    assert (ckpt / "card.json").is_file(), f"missing shipped checkpoint card {ckpt / 'card.json'}"
+    return json.loads((ckpt / "card.json").read_text())
 
 
-def test_shipped_files_card_and_size(card):
+def test_shipped_files_card_and_size(ckpt, card):
     """All files are present, the card has its keys, and the directory stays within 25 MB."""
     for name in ("config.json", "model.safetensors", "generation_config.json", "tokenizer.json",
                  "tokenizer_config.json", "README.md", "loss_curve.png"):  # fmt: skip
-        assert (CKPT / name).is_file(), name
+        assert (ckpt / name).is_file(), name
     assert all(k in card for k in CARD_KEYS), sorted(set(CARD_KEYS) - set(card))
-    total = sum(f.stat().st_size for f in CKPT.iterdir() if f.is_file())
+    total = sum(f.stat().st_size for f in ckpt.iterdir() if f.is_file())
     assert total <= 25 * 2**20, f"{total / 2**20:.1f} MB > 25 MB"
-    assert card["name"] == "arith-mini" and card["heldout_steps"] == [2, 3]
-    assert f"{card['heldout_accuracy']:.1%}" in (CKPT / "README.md").read_text()  # card and model card agree
+    assert card["name"] == ckpt.name and card["heldout_steps"] == [2, 3]
+    assert f"{card['heldout_accuracy']:.1%}" in (ckpt / "README.md").read_text()  # card and model card agree
 
 
-def test_loads_offline_and_solves_heldout_problems(card):
+def test_loads_offline_and_solves_heldout_problems(ckpt, card):
     """Greedy, batched, on CPU: accuracy on 128 held-out problems >= card accuracy - margin, in < 60 s CPU."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from finetune.train_builtin import generate_solutions
 
     cpu0, wall0 = time.process_time(), time.perf_counter()
-    model = AutoModelForCausalLM.from_pretrained(CKPT, local_files_only=True, dtype=torch.float32)
-    tok = AutoTokenizer.from_pretrained(CKPT, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(ckpt, local_files_only=True, dtype=torch.float32)
+    tok = AutoTokenizer.from_pretrained(ckpt, local_files_only=True)
     assert sum(p.numel() for p in model.parameters()) == card["params"]
     problems = make_problems(N_PROBLEMS, seed=card["heldout_eval"]["seed"], split="heldout",
                              steps=tuple(card["heldout_steps"]))  # fmt: skip

@@ -230,18 +230,24 @@ def _render_chatml(messages: list[dict]) -> str:
     return "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
 
 
+# BuiltinConfig fields that are LlamaConfig fields of the same name (the "Parameters of the model" block)
+LLAMA_FIELDS = (
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "max_position_embeddings",
+)
+
+
 def build_model(cfg: BuiltinConfig, tok) -> torch.nn.Module:
     """A Llama-style decoder sized by ``cfg``, tied embeddings (saves vocab x hidden parameters)."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     mcfg = LlamaConfig(
+        **{name: getattr(cfg, name) for name in LLAMA_FIELDS},
         vocab_size=len(tok),
-        hidden_size=cfg.hidden_size,
-        intermediate_size=cfg.intermediate_size,
-        num_hidden_layers=cfg.num_hidden_layers,
-        num_attention_heads=cfg.num_attention_heads,
         num_key_value_heads=cfg.num_attention_heads,
-        max_position_embeddings=cfg.max_position_embeddings,
         tie_word_embeddings=True,
         pad_token_id=tok.pad_token_id,
         eos_token_id=tok.eos_token_id,

@@ -90,16 +90,24 @@ def stage_data(cfg: DLMConfig, force: bool) -> None:
     generate_dataset(cfg.data, out)
 
 
+def _trained(run: Path, stage: str, force: bool) -> bool:
+    """True (skip it) when `run/<stage>/dlm_<stage>.json` exists and `--force` is off; with `--force`,
+    the stage's Trainer checkpoints are removed so it starts over instead of resuming."""
+    if (run / stage / f"dlm_{stage}.json").is_file() and not force:
+        logger.info("%s model exists at %s", stage.upper(), run / stage)
+        return True
+    if force:
+        shutil.rmtree(run / f"{stage}_checkpoints", ignore_errors=True)
+    return False
+
+
 def stage_sft(cfg: DLMConfig, force: bool) -> None:
     from finetune.dlm.sft import run_sft
 
     for seed in cfg.train_seeds:
         run = seed_dir(cfg, seed)
-        if (run / "sft" / "dlm_sft.json").is_file() and not force:
-            logger.info("SFT model exists at %s", run / "sft")
+        if _trained(run, "sft", force):
             continue
-        if force:
-            shutil.rmtree(run / "sft_checkpoints", ignore_errors=True)
         sft = replace(cfg.sft, seed=seed)
         run_sft(sft, _samples(cfg, sft.tiers, sft.teammate_prob, seed), run)
 
@@ -112,11 +120,8 @@ def stage_grpo(cfg: DLMConfig, force: bool) -> None:
         run = seed_dir(cfg, seed)
         if not (run / "sft" / "dlm_sft.json").is_file():
             raise FileNotFoundError(f"no SFT model under {run / 'sft'}: run `latentworks dlm sft` first.")
-        if (run / "grpo" / "dlm_grpo.json").is_file() and not force:
-            logger.info("GRPO model exists at %s", run / "grpo")
+        if _trained(run, "grpo", force):
             continue
-        if force:
-            shutil.rmtree(run / "grpo_checkpoints", ignore_errors=True)
         grpo = replace(cfg.grpo, seed=seed)
         return_model = None
         if grpo.return_reward == "model":  # fit on the logged trajectories of every tier (coverage)

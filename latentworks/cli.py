@@ -58,7 +58,11 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "train": ("matplotlib", "datasets"),
     "vllm": ("vllm",),
 }
-CHECKED = {"probes": EXTRAS["probes"], "dlm": ("trl", "datasets", "scipy")}  # needed by every stage
+CHECKED = {
+    "probes": EXTRAS["probes"],
+    "dlm": ("trl", "datasets", "scipy"),
+    "train": EXTRAS["train"],
+}  # needed by every stage / recipe
 CORE_MODULES = (
     "torch",
     "transformers",

@@ -727,8 +727,10 @@ def run(args: argparse.Namespace) -> int:
 
     opts = config_from_args(BuiltinOptions, args, files=False)
     cfg = config_from_args(BuiltinConfig, args, presets=TINY_OVERRIDES if opts.tiny else None)
-    command = shlex.join(["latentworks", "finetune", *getattr(args, "argv_", ["builtin"])])
-    on_interrupt(f"checkpoints are in {cfg.out_dir}/ckpt; continue with:\n  {command} --resume")
+    argv = list(getattr(args, "argv_", ["builtin"]))
+    command = shlex.join(["latentworks", "finetune", *argv])
+    again = shlex.join(["latentworks", "finetune", *[a for a in argv if a != "--resume"], "--resume"])
+    on_interrupt(f"checkpoints are in {cfg.out_dir}/ckpt; continue with:\n  {again}")
     card = train(cfg, resume=opts.resume, command=command)
     logger.info(
         "done: %s", {k: card[k] for k in ("heldout_accuracy", "heldout_n", "wall_time_s", "tokens_seen")}

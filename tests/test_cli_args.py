@@ -65,6 +65,7 @@ def test_validation_is_the_dataclass_own():
 
 def test_options_ignore_the_config_file_of_the_command(tmp_path):
     """`files=False` reads flags only: the command's YAML belongs to its config, not to its options."""
+
     @dataclass
     class Run:
         seed: int = 0

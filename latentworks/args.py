@@ -178,7 +178,9 @@ def _required(f: dataclasses.Field) -> bool:
     return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
 
 
-def _add_positional(parser: argparse.ArgumentParser, path: str, f: dataclasses.Field, kind, is_list) -> None:
+def _add_positional(
+    parser: argparse.ArgumentParser, path: str, f: dataclasses.Field, kind: type, is_list: bool
+) -> None:
     """A positional argument named after the field; optional (`?`) when the field has a default.
     Its parsed default is None, which `config_from_args` reads as "not given"."""
     kw: dict[str, Any] = {"help": _help(f, None if _required(f) else _default(f)), "metavar": f.name}

@@ -92,11 +92,7 @@ class Worker:
                 os.waitpid(self.pid, 0)
             except OSError:
                 pass
-            for fd in (self.req_w, self.rep_r):
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+            self._close_pipes()
             self.proc = None
 
     def exit_status(self, wait_s):
@@ -160,6 +156,9 @@ class Worker:
         if self.proc is not None:
             self.kill()
             return
+        self._close_pipes()
+
+    def _close_pipes(self) -> None:
         for fd in (self.req_w, self.rep_r):
             try:
                 os.close(fd)

@@ -7,6 +7,7 @@ import importlib.util
 import json
 import math
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -220,10 +221,23 @@ def print_report(out: str | Path) -> str:
     return table
 
 
+@dataclass
+class ReportOptions:
+    """`latentworks report DIR`."""
+
+    out: str = field(metadata={"positional": True, "help": "output directory of `latentworks eval`"})
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("out", help="output directory of `latentworks eval`")
+    from latentworks.args import add_config_arguments
+
+    add_config_arguments(parser, ReportOptions, files=False)
 
 
 def run(args: argparse.Namespace) -> int:
-    print_report(args.out)  # a ValueError (not a results directory) is printed as `error: ...` by the CLI
+    from latentworks.args import config_from_args
+
+    print_report(
+        config_from_args(ReportOptions, args, files=False).out
+    )  # a ValueError (not a results directory) is printed as `error: ...` by the CLI
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from dataclasses import dataclass, field
 
 from eval.config import EvalConfig
 from latentworks.args import add_config_arguments, config_from_args
@@ -12,10 +13,19 @@ from latentworks.args import add_config_arguments, config_from_args
 SKIPPED = ("run.method", "run.progress")
 
 
+@dataclass
+class EvalOptions:
+    """What `latentworks eval` does around the run (not part of the run's manifest)."""
+
+    list_tasks: bool = field(
+        default=False, metadata={"help": "list the known tasks and exit", "switch": True}
+    )
+    report: bool = field(default=True, metadata={"help": "print the table at the end"})
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser, EvalConfig, flatten=("run",), skip=SKIPPED)
-    parser.add_argument("--list-tasks", action="store_true", help="list the known tasks and exit")
-    parser.add_argument("--no-report", action="store_true", help="do not print the table at the end")
+    add_config_arguments(parser, EvalOptions, files=False)
 
 
 def resume_command(argv: list[str], out: str) -> str:
@@ -32,7 +42,8 @@ def resume_command(argv: list[str], out: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.list_tasks:
+    opts = config_from_args(EvalOptions, args, files=False)
+    if opts.list_tasks:
         from eval.tasks import list_tasks
 
         print("\n".join(list_tasks()))
@@ -46,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from eval.runner import evaluate, shard
 
     out = evaluate(cfg)
-    if not args.no_report and shard()[1] == 1:
+    if opts.report and shard()[1] == 1:
         from eval.report import print_report
 
         print_report(out)

@@ -10,7 +10,8 @@ fact as a previous agent's text is the teacher, KL on the answer tokens (`distil
 
 The optimisation loop is the `transformers.Trainer` one (AdamW, warmup + schedule, logging).
 
-Run: ``python -m finetune.latent_align --config finetune/recipes/smollm2-latent-fact.yaml``
+Run: ``latentworks finetune latent-align --config finetune/recipes/smollm2-latent-fact.yaml`` (or
+``python -m finetune.latent_align --config ...``)
 Outputs in ``out_dir``: ``adapter/`` (PEFT LoRA + tokenizer; `load_model(out_dir/adapter)`),
 ``aligner.safetensors`` (`load_model(..., realign=<path>)`), ``metrics.json`` (before/after table).
 """
@@ -104,19 +105,9 @@ class LatentAlignConfig:
 
 def load_config(path: str | os.PathLike | None = None, **overrides: Any) -> LatentAlignConfig:
     """A config from a YAML recipe (optional) plus keyword overrides; unknown keys are an error."""
-    values: dict[str, Any] = {}
-    if path is not None:
-        import yaml
+    from latentworks.args import config_from_file
 
-        if not Path(path).is_file():
-            raise FileNotFoundError(f"no recipe at {str(path)!r}; recipes live in finetune/recipes/.")
-        values = yaml.safe_load(Path(path).read_text()) or {}
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    known = {f.name for f in dataclasses.fields(LatentAlignConfig)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ValueError(f"unknown config keys {unknown}; valid keys are the fields of LatentAlignConfig.")
-    return LatentAlignConfig(**values)
+    return config_from_file(LatentAlignConfig, path, **overrides)
 
 
 # ----------------------------------------------------------------------------- the trained path
@@ -395,7 +386,7 @@ def save(cfg: LatentAlignConfig, module: LatentHandoffModel, out: Path) -> None:
         module.aligner.save(out / "aligner.safetensors")
 
 
-def run(cfg: LatentAlignConfig) -> dict:
+def train_and_compare(cfg: LatentAlignConfig) -> dict:
     """Load, score before, train, score after, save. Returns the metrics written to metrics.json."""
     from latent import load_model
 
@@ -436,35 +427,35 @@ def run(cfg: LatentAlignConfig) -> dict:
     return metrics
 
 
-def make_parser() -> argparse.ArgumentParser:
-    """One flag per LatentAlignConfig field, plus --config."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--config", help="YAML recipe, e.g. finetune/recipes/smollm2-latent-fact.yaml")
-    for f in dataclasses.fields(LatentAlignConfig):
-        flag = "--" + f.name.replace("_", "-")
-        if f.name in ("lora_targets", "eval_methods"):
-            p.add_argument(flag, nargs="+", dest=f.name, help=f.metadata["help"])
-        elif f.type in ("bool", bool):
-            p.add_argument(
-                flag, type=lambda s: s.lower() in ("1", "true", "yes"), dest=f.name, help=f.metadata["help"]
-            )
-        else:
-            p.add_argument(flag, type=type(f.default), dest=f.name, help=f.metadata["help"])
-    return p
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per LatentAlignConfig field, plus --config and --set (the shared builder)."""
+    from latentworks.args import add_config_arguments
+
+    add_config_arguments(parser, LatentAlignConfig)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = vars(make_parser().parse_args(argv))
-    cfg = load_config(args.pop("config"), **args)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+def run(args: argparse.Namespace) -> int:
+    """`latentworks finetune latent-align ...`: validate, train, and print the before/after table."""
+    from latentworks.args import config_from_args
+
+    cfg = config_from_args(LatentAlignConfig, args)
     t0 = time.perf_counter()
-    m = run(cfg)
+    m = train_and_compare(cfg)
     print(table(m["before"], m["after"]) if m["before"] else "(no evaluation: eval_n = 0)")
     print(
         f"latent_mas answer loss {m['latent_loss_before']:.3f} -> {m['latent_loss_after']:.3f}; "
         f"train {m['train_wall_s']:.0f} s, total {time.perf_counter() - t0:.0f} s; outputs in {cfg.out_dir}"
     )
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m finetune.latent_align ...`` == ``latentworks finetune latent-align ...``."""
+    import sys
+
+    from latentworks.cli import main as latentworks
+
+    return latentworks(["finetune", "latent-align", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

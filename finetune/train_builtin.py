@@ -18,7 +18,8 @@ and stops by itself. Checkpoints (model, optimizer, step, elapsed time, loss log
 ``ckpt_minutes`` and ``--resume`` continues from them; batch ``i`` is generated from ``(seed, i)``, so
 a resumed run sees the same data it would have seen.
 
-Run: ``python -m finetune.train_builtin --config finetune/recipes/arith-mini-v3.yaml``
+Run: ``latentworks finetune builtin --config finetune/recipes/arith-mini-v3.yaml`` (or
+``python -m finetune.train_builtin --config ...``)
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import logging
 import math
 import os
 import random
+import shlex
 import shutil
 import sys
 import time
@@ -170,25 +172,31 @@ class BuiltinConfig:
 
 def load_config(path: str | os.PathLike | None = None, **overrides: Any) -> BuiltinConfig:
     """Build a config from a YAML preset (optional) and keyword overrides; unknown keys are an error."""
-    from latentworks.args import config_from_args
+    from latentworks.args import config_from_file
 
-    args = argparse.Namespace(config=str(path) if path is not None else None, overrides=[])
-    return config_from_args(
-        BuiltinConfig, args, presets={k: v for k, v in overrides.items() if v is not None}
+    return config_from_file(BuiltinConfig, path, **overrides)
+
+
+@dataclass
+class BuiltinOptions:
+    """How `latentworks finetune builtin` runs the recipe (not part of the recipe itself)."""
+
+    resume: bool = field(
+        default=False,
+        metadata={"help": "Continue from <out_dir>/ckpt/state.pt if it exists.", "switch": True},
+    )
+    tiny: bool = field(
+        default=False,
+        metadata={"help": "A seconds-long miniature run (tests, smoke checks).", "switch": True},
     )
 
 
-def make_parser() -> argparse.ArgumentParser:
-    """One CLI flag per BuiltinConfig field (the shared builder), plus --config, --set, --resume, --tiny."""
-    from latentworks.args import ArgumentParser, add_config_arguments
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per BuiltinConfig field (the shared builder), plus --config, --set, --resume, --tiny."""
+    from latentworks.args import add_config_arguments
 
-    p = ArgumentParser(prog="python -m finetune.train_builtin", description=__doc__.split("\n")[0])
-    add_config_arguments(p, BuiltinConfig)
-    p.add_argument(
-        "--resume", action="store_true", help="Continue from <out_dir>/ckpt/state.pt if it exists."
-    )
-    p.add_argument("--tiny", action="store_true", help="A seconds-long miniature run (tests, smoke checks).")
-    return p
+    add_config_arguments(parser, BuiltinConfig)
+    add_config_arguments(parser, BuiltinOptions, files=False)
 
 
 TINY_OVERRIDES: dict[str, Any] = dict(
@@ -222,18 +230,24 @@ def _render_chatml(messages: list[dict]) -> str:
     return "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
 
 
+# BuiltinConfig fields that are LlamaConfig fields of the same name (the "Parameters of the model" block)
+LLAMA_FIELDS = (
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "max_position_embeddings",
+)
+
+
 def build_model(cfg: BuiltinConfig, tok) -> torch.nn.Module:
     """A Llama-style decoder sized by ``cfg``, tied embeddings (saves vocab x hidden parameters)."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     mcfg = LlamaConfig(
+        **{name: getattr(cfg, name) for name in LLAMA_FIELDS},
         vocab_size=len(tok),
-        hidden_size=cfg.hidden_size,
-        intermediate_size=cfg.intermediate_size,
-        num_hidden_layers=cfg.num_hidden_layers,
-        num_attention_heads=cfg.num_attention_heads,
         num_key_value_heads=cfg.num_attention_heads,
-        max_position_embeddings=cfg.max_position_embeddings,
         tie_word_embeddings=True,
         pad_token_id=tok.pad_token_id,
         eos_token_id=tok.eos_token_id,
@@ -706,23 +720,29 @@ Validation accuracy during training:
 """
 
 
-def main(argv: list[str] | None = None) -> int:
-    """CLI entry point: ``python -m finetune.train_builtin --config finetune/recipes/arith-mini-v3.yaml``."""
+def run(args: argparse.Namespace) -> int:
+    """`latentworks finetune builtin ...`: validate everything, then train, evaluate and export."""
     from latentworks.args import config_from_args
+    from latentworks.cli import on_interrupt
 
-    try:
-        args = make_parser().parse_args(argv)
-        cfg = config_from_args(BuiltinConfig, args, presets=TINY_OVERRIDES if args.tiny else None)
-    except ValueError as err:  # a bad flag, YAML file or value: one line, no traceback
-        print(f"error: {str(err).rstrip('.')}.", file=sys.stderr)
-        return 2
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    command = "python -m finetune.train_builtin " + " ".join(sys.argv[1:] if argv is None else argv)
-    card = train(cfg, resume=args.resume, command=command)
+    opts = config_from_args(BuiltinOptions, args, files=False)
+    cfg = config_from_args(BuiltinConfig, args, presets=TINY_OVERRIDES if opts.tiny else None)
+    argv = list(getattr(args, "argv_", ["builtin"]))
+    command = shlex.join(["latentworks", "finetune", *argv])
+    again = shlex.join(["latentworks", "finetune", *[a for a in argv if a != "--resume"], "--resume"])
+    on_interrupt(f"checkpoints are in {cfg.out_dir}/ckpt; continue with:\n  {again}")
+    card = train(cfg, resume=opts.resume, command=command)
     logger.info(
         "done: %s", {k: card[k] for k in ("heldout_accuracy", "heldout_n", "wall_time_s", "tokens_seen")}
     )
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m finetune.train_builtin ...`` == ``latentworks finetune builtin ...``."""
+    from latentworks.cli import main as latentworks
+
+    return latentworks(["finetune", "builtin", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

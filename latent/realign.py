@@ -33,11 +33,26 @@ def ridge_matrix(w_in: torch.Tensor, w_out: torch.Tensor, lam: float = 1e-5) -> 
             f"input and output embeddings differ in shape {tuple(w_in.shape)} vs {tuple(w_out.shape)}: "
             "realignment needs one row per vocabulary entry in both."
         )
+    _check_lam(lam)
+    a = w_out.double()
+    return _solve_ridge(a.T @ a, a.T @ w_in.double(), lam)
+
+
+def _check_lam(lam: float) -> None:
     if lam < 0:
         raise ValueError(f"`lam` must be >= 0, got {lam}.")
-    a = w_out.double()
-    gram = a.T @ a + lam * torch.eye(a.shape[1], dtype=torch.float64, device=a.device)  # (D, D)
-    return torch.linalg.solve(gram, a.T @ w_in.double()).float()
+
+
+def _solve_ridge(gram: torch.Tensor, cross: torch.Tensor, lam: float) -> torch.Tensor:
+    """The ridge solution from its sufficient statistics W_out^T W_out (D, D) and W_out^T W_in (D, D),
+    both float64, so a whole table and one accumulated chunk by chunk give the same map."""
+    eye = torch.eye(gram.shape[0], dtype=torch.float64, device=gram.device)
+    return torch.linalg.solve(gram + lam * eye, cross).float()
+
+
+def _check_method(method: str) -> None:
+    if method not in ("ridge", "identity"):
+        raise ValueError(f"unknown realignment `{method}`: use 'ridge', 'identity' or pass a callable.")
 
 
 @dataclass
@@ -56,8 +71,7 @@ class Realigner:
     def from_embeddings(
         cls, w_in: torch.Tensor, w_out: torch.Tensor, method: str = "ridge", lam: float = 1e-5
     ) -> Realigner:
-        if method not in ("ridge", "identity"):
-            raise ValueError(f"unknown realignment `{method}`: use 'ridge', 'identity' or pass a callable.")
+        _check_method(method)
         w_in32 = w_in.detach().float()
         target = float(w_in32.norm(dim=-1).mean())
         matrix = ridge_matrix(w_in32, w_out.detach().float(), lam) if method == "ridge" else None
@@ -75,10 +89,8 @@ class Realigner:
         """The aligner of a model: W_in rows and the target norm come from running `input_embeddings`
         (the model's embedding module, scaling included) on every token id, in chunks of `chunk` ids,
         so a 262k vocabulary never needs a float64 copy of the whole table."""
-        if method not in ("ridge", "identity"):
-            raise ValueError(f"unknown realignment `{method}`: use 'ridge', 'identity' or pass a callable.")
-        if lam < 0:
-            raise ValueError(f"`lam` must be >= 0, got {lam}.")
+        _check_method(method)
+        _check_lam(lam)
         w_out = w_out.detach()
         vocab, d = w_out.shape
         device = w_out.device
@@ -94,10 +106,7 @@ class Realigner:
                 if method == "ridge":
                     gram += rows_out.T @ rows_out
                     cross += rows_out.T @ rows_in
-        matrix = None
-        if method == "ridge":
-            eye = torch.eye(d, dtype=torch.float64, device=device)
-            matrix = torch.linalg.solve(gram + lam * eye, cross).float()
+        matrix = _solve_ridge(gram, cross, lam) if method == "ridge" else None
         return cls(matrix=matrix, target_norm=norm_sum / vocab)
 
     def __call__(self, hidden: torch.Tensor) -> torch.Tensor:

@@ -1,10 +1,14 @@
 """The one dataclass-to-argparse builder behind every `latentworks` subcommand.
 
 A config dataclass is the single source of a command's settings: each field becomes `--field-name`
-(help from `metadata["help"]`, choices from `metadata["choices"]`), `--config FILE.yaml` fills fields
-from a file, `--set a.b=c` overrides any (nested) field, and OmegaConf types every value against the
-field annotations (so `--set sft.epochs=abc` is an error naming the field, not a bare TypeError).
-Validation is the dataclass's own `__post_init__`, run once on the merged values.
+(help from `metadata["help"]`, choices from `metadata["choices"]`, the value's name from
+`metadata["metavar"]`; `metadata["switch"]` makes a bool a plain `--x` without `--no-x`,
+`metadata["positional"]` a positional argument; a field without a default is a required argument),
+`--config FILE.yaml` fills fields from a file, `--set a.b=c` overrides any (nested) field, and
+OmegaConf types every value against the field annotations (so `--set sft.epochs=abc` is an error
+naming the field, not a bare TypeError). Validation is the dataclass's own `__post_init__`, run once on
+the merged values. Sub-actions (`latentworks models pull NAME`, `latentworks finetune builtin ...`)
+come from `add_subcommands`, whose parsers are filled only when chosen: listing them imports nothing.
 
 Why not `transformers.HfArgumentParser`: importing it imports transformers (1.3-1.4 s on an idle
 2-core CPU, several seconds under load), which alone breaks the instant `--help` every subcommand
@@ -15,12 +19,23 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 import types
 import typing
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-__all__ = ["ArgumentParser", "UsageError", "add_config_arguments", "config_from_args", "read_yaml"]
+__all__ = [
+    "ArgumentParser",
+    "UsageError",
+    "add_config_arguments",
+    "add_subcommands",
+    "config_from_args",
+    "config_from_file",
+    "read_yaml",
+    "run_script",
+]
 
 
 class UsageError(ValueError):
@@ -32,6 +47,32 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message}. See `{self.prog} --help`")
+
+
+class _LazyParser(ArgumentParser):
+    """A sub-action's parser whose arguments are added the first time it parses or prints help."""
+
+    def __init__(self, *args: Any, fill: Callable[[argparse.ArgumentParser], None] | None = None, **kw: Any):
+        super().__init__(*args, **kw)
+        self._fill = fill
+
+    def _filled(self) -> None:
+        fill, self._fill = self._fill, None
+        if fill is not None:
+            fill(self)
+
+    def parse_known_args(
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        self._filled()
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:  # everything after a sub-action is its own: name its --help, not the command's
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
+    def format_help(self) -> str:
+        self._filled()
+        return super().format_help()
 
 
 class _ListAction(argparse.Action):
@@ -79,6 +120,8 @@ def _leaf_fields(cls: type, flatten: tuple[str, ...], skip: tuple[str, ...], pre
 
 def _help(f: dataclasses.Field, default: Any) -> str:
     text = f.metadata.get("help", "")
+    if f.metadata.get("switch"):
+        default = None
     shown = ",".join(map(str, default)) if isinstance(default, list) else default
     if shown is not None and shown != "":
         text = f"{text} (default: {shown})" if text else f"default: {shown}"
@@ -100,17 +143,22 @@ def add_config_arguments(
     """
     for path, f, hint in _leaf_fields(cls, flatten, skip):
         kind, is_list = _unwrap(hint)
+        if f.metadata.get("positional"):
+            _add_positional(parser, path, f, kind, is_list)
+            continue
         flag = "--" + f.name.replace("_", "-")
         kw: dict[str, Any] = {"dest": path, "default": argparse.SUPPRESS, "help": _help(f, _default(f))}
         if "choices" in f.metadata:
             kw["choices"] = f.metadata["choices"]
+        if _required(f):
+            kw["required"] = True
         if is_list:
             kw.update(nargs="+", action=_ListAction, metavar=kind.__name__.upper())
-        elif kind is bool:
-            kw["action"] = argparse.BooleanOptionalAction
+        elif kind is bool:  # --x / --no-x; a "switch" (default False) is the plain --x
+            kw["action"] = "store_true" if f.metadata.get("switch") else argparse.BooleanOptionalAction
         else:
             kw["type"] = kind if kind in (int, float, str) else str
-            kw.setdefault("metavar", None if "choices" in kw else f.name.upper())
+            kw.setdefault("metavar", None if "choices" in kw else f.metadata.get("metavar", f.name.upper()))
         parser.add_argument(flag, **kw)
     if files:
         parser.add_argument(
@@ -124,6 +172,64 @@ def add_config_arguments(
             metavar="KEY=VALUE",
             help="override one setting, typed from the config, e.g. --set seed=3 (repeatable)",
         )
+
+
+def _required(f: dataclasses.Field) -> bool:
+    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+
+
+def _add_positional(
+    parser: argparse.ArgumentParser, path: str, f: dataclasses.Field, kind: type, is_list: bool
+) -> None:
+    """A positional argument named after the field; optional (`?`) when the field has a default.
+    Its parsed default is None, which `config_from_args` reads as "not given"."""
+    kw: dict[str, Any] = {"help": _help(f, None if _required(f) else _default(f)), "metavar": f.name}
+    if "choices" in f.metadata:
+        kw["choices"] = f.metadata["choices"]
+        kw.pop("metavar")
+    if is_list:  # one or more values; a list positional is always required
+        kw.update(nargs="+", action=_ListAction, metavar=f.name)
+    else:
+        kw["type"] = kind if kind in (int, float, str) else str
+        if not _required(f):
+            kw.update(nargs="?", default=None)
+    parser.add_argument(path, **kw)
+
+
+def add_subcommands(
+    parser: argparse.ArgumentParser,
+    dest: str,
+    commands: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]],
+    *,
+    required: bool = True,
+) -> None:
+    """Sub-actions `NAME` of a command, each `{name: (help, fill)}`; `fill(parser)` adds that sub-action's
+    arguments (usually `add_config_arguments`) only when it is chosen, so `--help` of the command imports
+    none of them. The chosen name lands in `args.<dest>`."""
+    sub = parser.add_subparsers(dest=dest, metavar=dest.upper(), required=required, parser_class=_LazyParser)
+    for name, (text, fill) in commands.items():
+        sub.add_parser(name, help=text, description=text, fill=fill)
+
+
+def run_script(
+    prog: str,
+    description: str,
+    add_arguments: Callable[[argparse.ArgumentParser], None],
+    run: Callable[[argparse.Namespace], int],
+    argv: Sequence[str] | None = None,
+) -> int:
+    """`python -m module` entry points outside the `latentworks` router: the same builder and the same
+    `error: <what>. <fix>` line with exit status 2 for a user mistake."""
+    parser = ArgumentParser(
+        prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    add_arguments(parser)
+    try:
+        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+        return int(run(args) or 0)
+    except (UsageError, ValueError, OSError) as err:
+        print(f"error: {str(err).strip().rstrip('.')}.", file=sys.stderr)
+        return 2
 
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
@@ -168,9 +274,12 @@ def _known_keys(cls: type, prefix: str = "") -> list[str]:
     return keys
 
 
-def config_from_args(cls: type, args: argparse.Namespace, presets: dict | None = None, **fixed: Any) -> Any:
+def config_from_args(
+    cls: type, args: argparse.Namespace, presets: dict | None = None, *, files: bool = True, **fixed: Any
+) -> Any:
     """A validated `cls` from defaults < `--config` YAML < `presets` < flags < `--set` < `fixed`
-    (dict keys may be dotted, e.g. "run.seed").
+    (dict keys may be dotted, e.g. "run.seed"). `files=False` reads flags only (a command's own
+    options next to its config, added with `add_config_arguments(..., files=False)`).
 
     Type and unknown-key problems become one `UsageError` naming the setting; `__post_init__` errors
     (ValueError) pass through unchanged.
@@ -179,16 +288,17 @@ def config_from_args(cls: type, args: argparse.Namespace, presets: dict | None =
     from omegaconf.errors import ConfigKeyError, OmegaConfBaseException, ValidationError
 
     names = set(_known_keys(cls))
-    flags = {k: v for k, v in vars(args).items() if k in names}
-    for item in getattr(args, "overrides", None) or []:
+    flags = {k: v for k, v in vars(args).items() if k in names and v is not None}
+    overrides = list(getattr(args, "overrides", None) or []) if files else []
+    for item in overrides:
         if "=" not in item or not item.partition("=")[0].strip():
             raise UsageError(f"--set {item!r} must look like KEY=VALUE, e.g. --set seed=3")
     layers = [OmegaConf.structured(cls)]
-    if getattr(args, "config", None):
+    if files and getattr(args, "config", None):
         layers.append(OmegaConf.create(read_yaml(args.config)))
     if presets:
         layers.append(OmegaConf.create(_nest(presets)))
-    layers += [OmegaConf.create(_nest(flags)), OmegaConf.from_dotlist(list(getattr(args, "overrides", [])))]
+    layers += [OmegaConf.create(_nest(flags)), OmegaConf.from_dotlist(overrides)]
     layers.append(OmegaConf.create(_nest(fixed)))
     try:
         return OmegaConf.to_object(OmegaConf.merge(*layers))
@@ -201,3 +311,12 @@ def config_from_args(cls: type, args: argparse.Namespace, presets: dict | None =
         raise UsageError(f"`{err.full_key}`: {what}. Give a value of the right type") from None
     except OmegaConfBaseException as err:
         raise UsageError(f"{str(err).splitlines()[0]}. Check the settings") from None
+
+
+def config_from_file(
+    cls: type, path: str | Path | None = None, overrides: Sequence[str] = (), **values: Any
+) -> Any:
+    """For Python callers: a validated `cls` from a YAML file (optional) < keyword `values` (None: not
+    given) < `KEY=VALUE` overrides, with the command line's checks and error messages."""
+    args = argparse.Namespace(config=str(path) if path is not None else None, overrides=list(overrides))
+    return config_from_args(cls, args, presets={k: v for k, v in values.items() if v is not None})

@@ -46,6 +46,7 @@ COMMANDS: dict[str, Command] = {
     "probe": Command(
         "probes.cli", "alignment-faking probes and steering: e1 | e2 | e3 | organisms", "probes"
     ),
+    "finetune": Command("finetune.cli", "fine-tuning recipes: builtin | latent-align | mas", "train"),
 }
 FAMILY_HELP = "run a side-module demo: latentworks family <name> [--quick]"
 # Import names each extra provides (checked with find_spec, which imports nothing).
@@ -54,9 +55,14 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "probes": ("sklearn", "scipy", "matplotlib", "trl", "datasets"),
     "dlm": ("trl", "datasets", "scipy", "lbforaging", "mpe2", "gymnasium", "pettingzoo"),
     "families": ("scipy", "sklearn", "pandas", "networkx", "statsmodels"),
+    "train": ("matplotlib", "datasets"),
     "vllm": ("vllm",),
 }
-CHECKED = {"probes": EXTRAS["probes"], "dlm": ("trl", "datasets", "scipy")}  # needed by every stage
+CHECKED = {
+    "probes": EXTRAS["probes"],
+    "dlm": ("trl", "datasets", "scipy"),
+    "train": EXTRAS["train"],
+}  # needed by every stage / recipe
 CORE_MODULES = (
     "torch",
     "transformers",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from dataclasses import dataclass, field
 
 from latentworks.args import add_config_arguments
 from latentworks.args import config_from_args as build_config
@@ -14,19 +16,30 @@ __all__ = ["add_arguments", "config_from_args", "main", "run"]
 QUICK = dict(n=4, n_boot=20, af_max_new_tokens=8, lora_epochs=1.0, train_requests=2, train_sycophancy=4)
 
 
+@dataclass
+class ProbeOptions:
+    """Which study runs, and the `--quick` preset that shrinks it."""
+
+    experiment: str = field(
+        metadata={"positional": True, "choices": EXPERIMENTS, "help": "which study to run"}
+    )
+    quick: bool = field(
+        default=False,
+        metadata={"help": "seconds-long smoke run: n=4, 2 layers, 1 LoRA epoch", "switch": True},
+    )
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the experiment positional and one flag per `ProbeConfig` field."""
-    parser.add_argument("experiment", choices=EXPERIMENTS, help="which study to run")
+    add_config_arguments(parser, ProbeOptions, files=False)
     add_config_arguments(parser, ProbeConfig, skip=("experiment",))
-    parser.add_argument(
-        "--quick", action="store_true", help="seconds-long smoke run: n=4, 2 layers, 1 LoRA epoch"
-    )
 
 
 def config_from_args(args: argparse.Namespace) -> ProbeConfig:
     """A validated `ProbeConfig` from parsed flags (`--quick` shrinks sizes)."""
-    fixed = {"experiment": args.experiment}
-    if getattr(args, "quick", False):
+    opts = build_config(ProbeOptions, args, files=False)
+    fixed: dict = {"experiment": opts.experiment}
+    if opts.quick:
         fixed.update(QUICK, alphas=[-0.5, 0.5])
         fixed["max_new_tokens"] = min(getattr(args, "max_new_tokens", 48), 12)
         fixed["layers"] = getattr(args, "layers", None) or [0, -1]
@@ -57,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     """`python -m probes.cli e1 --model ...` == `latentworks probe e1 --model ...`."""
     from latentworks.cli import main as latentworks
 
-    return latentworks(["probe", *(argv or [])])
+    return latentworks(["probe", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

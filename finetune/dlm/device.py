@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["model_dtype", "trainer_device_args"]
+__all__ = ["model_dtype", "trainer_common_args", "trainer_device_args"]
 
 
 def model_dtype(name: str = "auto") -> torch.dtype:
@@ -31,3 +31,20 @@ def trainer_device_args(dtype: torch.dtype = torch.float32) -> dict[str, Any]:
     if not torch.cuda.is_available():
         return {"use_cpu": True, "bf16": False, "fp16": False}
     return {"bf16": dtype == torch.bfloat16, "fp16": dtype == torch.float16}
+
+
+def trainer_common_args(
+    dtype: torch.dtype, seed: int, *, logging_steps: int, save_steps: int
+) -> dict[str, Any]:
+    """The `SFTConfig`/`GRPOConfig` settings both stages share: one resumable checkpoint kept every
+    `save_steps`, no reporting integrations, data loaded in the main process, the device flags."""
+    return {
+        "logging_steps": logging_steps,
+        "save_strategy": "steps",
+        "save_steps": save_steps,
+        "save_total_limit": 1,
+        "report_to": [],
+        "seed": seed,
+        "dataloader_num_workers": 0,
+        **trainer_device_args(dtype),
+    }

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from finetune.dlm.config import GRPORunConfig
-from finetune.dlm.device import model_dtype, trainer_device_args
+from finetune.dlm.device import model_dtype, trainer_common_args
 from finetune.dlm.dialogue import SCHEMA_VERSION, check_schema
 from finetune.dlm.rewards import reward_functions
 from finetune.dlm.sft import check_chat_model, last_checkpoint, lora_config
@@ -92,14 +92,7 @@ def run_grpo(
         learning_rate=cfg.learning_rate,
         reward_weights=cfg.reward_weights[: len(funcs)],
         use_vllm=cfg.use_vllm,
-        logging_steps=5,
-        save_strategy="steps",
-        save_steps=50,
-        save_total_limit=1,
-        report_to=[],
-        seed=cfg.seed,
-        dataloader_num_workers=0,
-        **trainer_device_args(dtype),
+        **trainer_common_args(dtype, cfg.seed, logging_steps=5, save_steps=50),
     )
     trainer = GRPOTrainer(
         model=model,

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from finetune.dlm.config import SFTRunConfig
-from finetune.dlm.device import model_dtype, trainer_device_args
+from finetune.dlm.device import model_dtype, trainer_common_args, trainer_device_args
 from finetune.dlm.dialogue import SCHEMA_VERSION, check_schema
 
 __all__ = [
@@ -161,14 +161,7 @@ def build_sft_trainer(
         warmup_steps=cfg.warmup_steps,
         max_length=cfg.max_length,
         completion_only_loss=True,  # the loss covers the action tokens only, never the observation
-        logging_steps=20,
-        save_strategy="steps",
-        save_steps=100,
-        save_total_limit=1,
-        report_to=[],
-        seed=cfg.seed,
-        dataloader_num_workers=0,
-        **trainer_device_args(dtype),
+        **trainer_common_args(dtype, cfg.seed, logging_steps=20, save_steps=100),
     )
     trainer = SFTTrainer(
         model=model,

@@ -11,32 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from agents.config import RunConfig
 from eval.report import load_results, print_report
 from eval.results_store import RunDirectoryBusy, RunLock, recover
-from eval.runner import EvalConfig, evaluate
+from eval.runner import evaluate
 
-ARGS = dict(
-    task="arith",
-    limit=4,
-    methods="single",
-    run=RunConfig(batch_size=2, latent_steps=1, max_new_tokens=3),
-    progress=False,
-)
+ARGS = dict(limit=4, methods="single", max_new_tokens=3)
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    from latent.testing import tiny_model
-
-    d = tmp_path_factory.mktemp("tiny-resume")
-    tiny_model("llama", d)
-    return str(d)
-
-
-@pytest.fixture(scope="module")
-def clean_run(model_dir, tmp_path_factory):
-    out = evaluate(EvalConfig(model=model_dir, out=str(tmp_path_factory.mktemp("clean") / "r"), **ARGS))
+def clean_run(tiny_eval, tmp_path_factory):
+    out = evaluate(tiny_eval(tmp_path_factory.mktemp("clean") / "r", **ARGS))
     return out, {(r["item_id"], r["method"]): r["prediction"] for r in load_results(out)}
 
 
@@ -47,7 +31,7 @@ def _copy_run(clean: Path, dest: Path) -> Path:
     return dest
 
 
-def test_corrupted_byte_in_the_middle_keeps_every_other_record(model_dir, clean_run, tmp_path):
+def test_corrupted_byte_in_the_middle_keeps_every_other_record(tiny_eval, clean_run, tmp_path):
     """One bad byte in line 2 of 4: lines 1, 3, 4 stay, line 2 is quarantined and recomputed, nothing else."""
     clean, expected = clean_run
     out = _copy_run(clean, tmp_path / "run")
@@ -58,7 +42,7 @@ def test_corrupted_byte_in_the_middle_keeps_every_other_record(model_dir, clean_
     broken[len(broken) // 2] = 0xFF  # not UTF-8, not JSON
     results.write_bytes(lines[0] + bytes(broken) + lines[2] + lines[3])
     kept_before = {lines[i] for i in (0, 2, 3)}
-    evaluate(EvalConfig(model=model_dir, out=str(out), resume=True, **ARGS))
+    evaluate(tiny_eval(out, resume=True, **ARGS))
     after = results.read_bytes().splitlines(keepends=True)
     assert kept_before <= set(after), "a valid record was deleted"
     assert len(after) == 4  # the three kept + the one recomputed, no duplicates
@@ -68,7 +52,7 @@ def test_corrupted_byte_in_the_middle_keeps_every_other_record(model_dir, clean_
     assert len(quarantined) == 1 and quarantined[0]["line"] == 2 and "not JSON" in quarantined[0]["reason"]
 
 
-def test_non_object_lines_are_quarantined_not_fatal(model_dir, clean_run, tmp_path):
+def test_non_object_lines_are_quarantined_not_fatal(tiny_eval, clean_run, tmp_path):
     """`[1, 2]`, a bare string, an object without item_id and a torn tail: resume goes on, all quarantined."""
     clean, expected = clean_run
     out = _copy_run(clean, tmp_path / "run")
@@ -78,7 +62,7 @@ def test_non_object_lines_are_quarantined_not_fatal(model_dir, clean_run, tmp_pa
     results.write_text(
         lines[0] + junk[0] + lines[1] + junk[1] + junk[2] + "".join(lines[2:]) + '{"item_id": "ar'
     )
-    evaluate(EvalConfig(model=model_dir, out=str(out), resume=True, **ARGS))
+    evaluate(tiny_eval(out, resume=True, **ARGS))
     assert results.read_text().splitlines(keepends=True) == lines  # nothing recomputed, junk removed
     reasons = [json.loads(q)["reason"] for q in (out / "results.jsonl.quarantine").read_text().splitlines()]
     assert len(reasons) == 4
@@ -90,7 +74,7 @@ def test_non_object_lines_are_quarantined_not_fatal(model_dir, clean_run, tmp_pa
     assert {(r["item_id"], r["method"]): r["prediction"] for r in load_results(out)} == expected
 
 
-def test_changed_checkpoint_is_refused(model_dir, clean_run, tmp_path):
+def test_changed_checkpoint_is_refused(tiny_eval, model_dir, clean_run, tmp_path):
     """Other weights at the same model path: resume refuses (fingerprint), results untouched."""
     from latent.testing import tiny_model
 
@@ -98,29 +82,22 @@ def test_changed_checkpoint_is_refused(model_dir, clean_run, tmp_path):
     model_copy = tmp_path / "model"
     shutil.copytree(model_dir, model_copy)
     out = tmp_path / "run"
-    evaluate(EvalConfig(model=str(model_copy), out=str(out), **{**ARGS, "limit": 2}))
+    evaluate(tiny_eval(out, model=str(model_copy), **{**ARGS, "limit": 2}))
     before = (out / "results.jsonl").read_bytes()
     shutil.rmtree(model_copy)
     tiny_model("llama", model_copy, seed=1)  # other random weights, same path and architecture
     with pytest.raises(ValueError, match="fingerprint"):
-        evaluate(EvalConfig(model=str(model_copy), out=str(out), resume=True, **{**ARGS, "limit": 2}))
+        evaluate(tiny_eval(out, model=str(model_copy), resume=True, **{**ARGS, "limit": 2}))
     assert (out / "results.jsonl").read_bytes() == before
 
 
-def test_dtype_change_refused_batch_size_change_recorded(model_dir, clean_run, tmp_path):
+def test_dtype_change_refused_batch_size_change_recorded(tiny_eval, clean_run, tmp_path):
     """A resume with another dtype is refused; another batch size is allowed and recorded in the manifest."""
     clean, _ = clean_run
     out = _copy_run(clean, tmp_path / "run")
     with pytest.raises(ValueError, match="dtype"):
-        evaluate(EvalConfig(model=model_dir, out=str(out), resume=True, **{**ARGS, "dtype": "bfloat16"}))
-    evaluate(
-        EvalConfig(
-            model=model_dir,
-            out=str(out),
-            resume=True,
-            **{**ARGS, "run": RunConfig(batch_size=4, latent_steps=1, max_new_tokens=3)},
-        )
-    )
+        evaluate(tiny_eval(out, resume=True, **{**ARGS, "dtype": "bfloat16"}))
+    evaluate(tiny_eval(out, resume=True, **{**ARGS, "batch_size": 4}))
     resumes = json.loads((out / "manifest.json").read_text())["resumes"]
     assert resumes[-1]["changed"] == {"batch_size": [2, 4]}
 
@@ -135,7 +112,7 @@ time.sleep(60)
 """
 
 
-def test_second_writer_is_refused(model_dir, clean_run, tmp_path):
+def test_second_writer_is_refused(tiny_eval, clean_run, tmp_path):
     """While another process holds the run, a resume on the same --out is refused and writes nothing."""
     clean, _ = clean_run
     out = _copy_run(clean, tmp_path / "run")
@@ -146,12 +123,12 @@ def test_second_writer_is_refused(model_dir, clean_run, tmp_path):
     try:
         assert holder.stdout.readline().strip() == "locked"
         with pytest.raises(RunDirectoryBusy, match=f"pid {holder.pid}"):
-            evaluate(EvalConfig(model=model_dir, out=str(out), resume=True, **ARGS))
+            evaluate(tiny_eval(out, resume=True, **ARGS))
         assert results.read_text() == "".join(lines[:2])
     finally:
         holder.kill()
         holder.wait()
-    evaluate(EvalConfig(model=model_dir, out=str(out), resume=True, **ARGS))  # the lock died with it
+    evaluate(tiny_eval(out, resume=True, **ARGS))  # the lock died with it
     assert len(results.read_text().splitlines()) == 4
 
 

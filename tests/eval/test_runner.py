@@ -9,26 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from agents.config import RunConfig
 from eval.report import load_results, summarize
 from eval.runner import EvalConfig, evaluate, read_done
 
-ARGS = dict(
-    task="arith",
-    limit=6,
-    methods="single,latent_mas",
-    run=RunConfig(batch_size=2, latent_steps=1, max_new_tokens=4),
-    progress=False,
-)
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    from latent.testing import tiny_model
-
-    d = tmp_path_factory.mktemp("tiny-eval")
-    tiny_model("llama", d)
-    return str(d)
+ARGS = dict(limit=6, methods="single,latent_mas", max_new_tokens=4)
 
 
 # The child kills itself (SIGKILL, no clean-up) right after its N-th flushed batch is on disk, so the
@@ -58,15 +42,15 @@ def _cli(model_dir, out, extra=(), env=None):
         "--task",
         "arith",
         "--limit",
-        "6",
+        str(ARGS["limit"]),
         "--methods",
-        "single,latent_mas",
+        ARGS["methods"],
         "--batch-size",
-        "2",
+        "2",  # the batch size and latent steps of `tiny_eval` (tests/eval/conftest.py)
         "--latent-steps",
         "1",
         "--max-new-tokens",
-        "4",
+        str(ARGS["max_new_tokens"]),
         "--out",
         str(out),
         "--no-progress",
@@ -78,9 +62,9 @@ def _cli(model_dir, out, extra=(), env=None):
     )
 
 
-def test_killed_run_resumes_to_the_same_table(model_dir, tmp_path):
+def test_killed_run_resumes_to_the_same_table(tiny_eval, model_dir, tmp_path):
     """Kill a run after its second flushed batch, add a torn line, resume: same records as a clean run."""
-    clean = evaluate(EvalConfig(model=model_dir, out=str(tmp_path / "clean"), **ARGS))
+    clean = evaluate(tiny_eval(tmp_path / "clean", **ARGS))
     killed = tmp_path / "killed"
     proc = _cli(model_dir, killed, env={"DIE_AFTER_FSYNC": "2"})
     assert proc.wait(timeout=300) == -signal.SIGKILL, proc.stdout.read().decode()[-2000:]
@@ -88,7 +72,7 @@ def test_killed_run_resumes_to_the_same_table(model_dir, tmp_path):
     assert len(results.read_text().splitlines()) == 4, "two flushed batches of 2 survive the kill"
     with open(results, "a") as fh:
         fh.write('{"item_id": "arith-0-5", "meth')  # a torn write
-    evaluate(EvalConfig(model=model_dir, out=str(killed), resume=True, **ARGS))
+    evaluate(tiny_eval(killed, resume=True, **ARGS))
     a = {(r["item_id"], r["method"]): r["prediction"] for r in load_results(clean)}
     b = {(r["item_id"], r["method"]): r["prediction"] for r in load_results(killed)}
     assert a == b and len(b) == 12
@@ -96,14 +80,14 @@ def test_killed_run_resumes_to_the_same_table(model_dir, tmp_path):
     assert summarize(load_results(clean)) and read_done(results) == set(a)
 
 
-def test_refuses_to_overwrite(model_dir, tmp_path):
+def test_refuses_to_overwrite(tiny_eval, tmp_path):
     """Same dir without --resume, or a different run's manifest: clear errors, files untouched."""
-    out = evaluate(EvalConfig(model=model_dir, out=str(tmp_path / "r"), **{**ARGS, "limit": 2}))
+    out = evaluate(tiny_eval(tmp_path / "r", **{**ARGS, "limit": 2}))
     before = (out / "results.jsonl").read_text()
     with pytest.raises(ValueError, match="--resume"):
-        evaluate(EvalConfig(model=model_dir, out=str(out), **{**ARGS, "limit": 2}))
+        evaluate(tiny_eval(out, **{**ARGS, "limit": 2}))
     with pytest.raises(ValueError, match="different run's manifest"):
-        evaluate(EvalConfig(model=model_dir, out=str(out), resume=True, **{**ARGS, "limit": 3}))
+        evaluate(tiny_eval(out, resume=True, **{**ARGS, "limit": 3}))
     assert (out / "results.jsonl").read_text() == before
 
 
@@ -128,11 +112,11 @@ def test_bad_config():
         EvalConfig(limit=0)
 
 
-def test_report_cli_on_a_run(model_dir, tmp_path, capsys):
+def test_report_cli_on_a_run(tiny_eval, tmp_path, capsys):
     """`latentworks report DIR` prints the table and writes report.md, report.png, summary.json."""
     from latentworks.cli import main
 
-    out = evaluate(EvalConfig(model=model_dir, out=str(tmp_path / "rep"), **{**ARGS, "limit": 2}))
+    out = evaluate(tiny_eval(tmp_path / "rep", **{**ARGS, "limit": 2}))
     assert main(["report", str(out)]) == 0
     assert "latent_mas" in capsys.readouterr().out
     assert {"report.md", "report.png", "summary.json"} <= {p.name for p in out.iterdir()}

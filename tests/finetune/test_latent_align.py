@@ -168,7 +168,7 @@ def test_config_errors_are_clear(tmp_path):
         la.LatentAlignConfig(aligner="conv")
     recipe = tmp_path / "r.yaml"
     recipe.write_text("latent_stepz: 3\n")
-    with pytest.raises(ValueError, match="unknown config keys"):
+    with pytest.raises(ValueError, match="unknown key `latent_stepz`"):
         la.load_config(recipe)
 
 

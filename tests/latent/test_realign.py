@@ -40,3 +40,17 @@ def test_bad_realign_inputs_raise():
         ridge_matrix(torch.randn(3, 2), torch.randn(3, 2), lam=-1)
     with pytest.raises(ValueError, match="differ in shape"):
         ridge_matrix(torch.randn(3, 2), torch.randn(4, 2))
+
+
+def test_model_aligner_chunk_by_chunk_is_the_table_ridge_map():
+    """`Realigner.from_model` (statistics accumulated over chunks of the vocabulary) solves the same ridge
+    system as `ridge_matrix` on the whole table, and rescales to the same norm."""
+    torch.manual_seed(0)
+    w_in, w_out = torch.randn(50, 8), torch.randn(50, 8)
+    emb = torch.nn.Embedding(50, 8)
+    emb.weight.data.copy_(w_in)
+    chunked = Realigner.from_model(emb, w_out, lam=0.3, chunk=7)
+    whole = Realigner.from_embeddings(w_in, w_out, lam=0.3)
+    torch.testing.assert_close(chunked.matrix, ridge_matrix(w_in, w_out, 0.3), rtol=1e-6, atol=1e-6)
+    assert chunked.target_norm == pytest.approx(whole.target_norm, rel=1e-6)
+    assert Realigner.from_model(emb, w_out, method="identity").matrix is None

@@ -584,11 +584,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from latentworks.args import ArgumentParser
+    from latentworks.args import run_script
 
-    parser = ArgumentParser(prog="python -m finetune.train_mas", description=__doc__.split("\n")[0])
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
+    return run_script("python -m finetune.train_mas", __doc__.split("\n")[0], add_arguments, run, argv)
 
 
 if __name__ == "__main__":

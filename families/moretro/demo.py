@@ -212,7 +212,7 @@ def _print_certify(runs: list[dict]) -> None:
 
 def _large_section(seeds: int, quick: bool) -> list[dict]:
     """Larger toy instances (deeper routes, longer chains): certification only, no budget sweep."""
-    n_targets, lengths, depth = (1, (5, 5), 3) if quick else (5, (6, 8), 4)
+    n_targets, lengths, depth = (1, (5, 5), 3) if quick else (4, (6, 8), 4)
     runs = [run_seed(100 + s, n_targets, lengths, depth, []) for s in range(seeds)]
     print(
         f"\n== Larger LinearMolecules instances: depth <= {depth}, chains of {lengths[0]}-{lengths[1]} atoms, "

@@ -9,9 +9,9 @@ _BASES = ("procrustes", "ridge")
 
 @dataclass
 class EmbTranslateConfig:
-    """Hyper-parameters of the HMoE translator and its geometric confidence.
+    """Hyper-parameters of our HMoE reconstruction (the ablation) and its geometric confidence.
 
-    The paper's full text was not readable here; every default below is our choice (see README).
+    Every default below is our choice (see README); the reference method uses `LoRAHMoEConfig`.
 
     Example:
         >>> EmbTranslateConfig(num_regions=4).experts_per_region

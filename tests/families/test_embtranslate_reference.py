@@ -46,7 +46,9 @@ def test_lora_copy_starts_at_the_frozen_base_and_trains_only_low_rank_factors() 
         torch.testing.assert_close(m(x), base(x))
     trainable = [p for p in m.parameters() if p.requires_grad]
     assert {id(p) for p in trainable} == {id(p) for p in lora_parameters(m)}
-    assert sum(p.numel() for p in trainable) == sum(4 * (a + b) for a, b in ((8, 16), (16, 16), (16, 16), (16, 6)))
+    assert sum(p.numel() for p in trainable) == sum(
+        4 * (a + b) for a, b in ((8, 16), (16, 16), (16, 16), (16, 6))
+    )
 
 
 def test_tree_has_k_leaves_and_parents_cover_their_children() -> None:
@@ -93,7 +95,11 @@ def test_node_adapters_beat_the_frozen_base_on_a_piecewise_map() -> None:
 def test_local_loss_matches_its_definition_and_direction_loss_ignores_on_axis_residuals() -> None:
     """L_local = mean | ||f_i - f_j|| - ||y_i - y_j|| | over source neighbours; L_dir = 0 for residuals along u."""
     g = torch.Generator().manual_seed(0)
-    x, p, y = torch.randn(40, 5, generator=g), torch.randn(40, 3, generator=g), torch.randn(40, 3, generator=g)
+    x, p, y = (
+        torch.randn(40, 5, generator=g),
+        torch.randn(40, 3, generator=g),
+        torch.randn(40, 3, generator=g),
+    )
     d = torch.cdist(x, x)
     d.fill_diagonal_(float("inf"))
     idx = d.topk(7, largest=False).indices

@@ -20,8 +20,8 @@ def test_memory_tree_finds_a_timing_trigger_that_integrated_gradients_misses() -
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    cfg = MemExplainerConfig(task="dormancy", seed=0, train_steps=200, selection="topk")
-    model = train_tgn(cfg, make_streams(512, cfg, seed=0))
+    cfg = MemExplainerConfig(task="dormancy", seed=0, train_steps=120, selection="topk")
+    model = train_tgn(cfg, make_streams(384, cfg, seed=0))
     test = make_streams(60, cfg, seed=1)
     assert accuracy(model, test) > 0.9
     m64 = copy.deepcopy(model).double().eval()

@@ -242,11 +242,12 @@ def test_demo_quick_smoke(tmp_path):
     from families.demo_cli import load_results
 
     results = load_results(tmp_path)
-    assert set(results) >= {"toy", "rdkit"}
-    hv = results["rdkit"][0]["methods"]["MORetro*"]["10"]["hv"]
+    assert set(results) >= {"toy", "rdkit", "large"}
+    hv = results["rdkit"][0]["methods"]["MORetro* (GP + GIBBON)"]["10"]["hv"]
     assert 0.0 < hv <= 1.0 + 1e-9  # normalised hypervolume of the found front
     assert all(
-        t["moretro_exact"] and t["brute_force_equals_dp"] for t in results["rdkit"][0]["targets"].values()
+        t["moretro_exact"] and t["sampler_exact"] and t["brute_force_equals_dp"]
+        for t in results["rdkit"][0]["targets"].values()
     )
 
 

@@ -1,6 +1,8 @@
-"""Embedding translation between real embedding models: base maps, HMoE and a geometric confidence."""
+"""Embedding translation between real embedding models: the reference HMoE (LoRA experts on a KMeans tree),
+base maps, our HMoE ablation, and two confidences (nearest-neighbour TC and a geometric bound)."""
 
-from .config import EmbTranslateConfig
+from .config import EmbTranslateConfig, LoRAHMoEConfig
+from .hmoe_lora import LoRAHMoE, TranslationConfidence
 from .model import (
     GeometricConfidence,
     HMoETranslator,
@@ -20,6 +22,8 @@ __all__ = [
     "GeometricConfidence",
     "HMoETranslator",
     "LinearMap",
+    "LoRAHMoE",
+    "LoRAHMoEConfig",
     "chain",
     "chained_bound",
     "fit_mlp",
@@ -28,4 +32,5 @@ __all__ = [
     "gold_ranks",
     "nearest_anchor_similarity",
     "recall_at_k",
+    "TranslationConfidence",
 ]

@@ -1,9 +1,9 @@
-"""Embedding translation: base maps, a hierarchical mixture of low-rank experts (HMoE), and a
+"""Embedding translation: base maps, our hierarchical mixture of low-rank experts (HMoE), and a
 geometry-aware confidence derived from a triangle-inequality error bound (composable along chains).
 
 Paper: Beining Yang, Yang Cao, "Generalizable and Composable Multi-Model Embedding Translation",
-ICML 2026 (OpenReview qmfp2eqYD1). No code or full text was reachable; the architecture and the bound
-below are our reconstruction from the abstract (see README, "Reconstruction").
+ICML 2026 (OpenReview qmfp2eqYD1). The HMoE and the bound here are our reconstruction from the abstract,
+kept as an ablation; the reference implementation's method is in `hmoe_lora.py` (see README).
 
 Shapes: N = vectors, Dx = source dim, Dy = target dim, R = regions, E = experts per region, r = rank.
 """

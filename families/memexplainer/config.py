@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 _SELECTIONS = ("kl", "topk", "relaxed")
+_TASKS = ("flag", "dormancy")
 
 
 @dataclass
@@ -39,6 +40,16 @@ class MemExplainerConfig:
     )
     decoy_prob: float = field(
         default=0.15, metadata={"help": "Probability that a non-query event carries the trigger flag."}
+    )
+    task: str = field(
+        default="flag",
+        metadata={
+            "help": "'flag' (the trigger is a flagged query-node event) or 'dormancy' (the trigger is the "
+            "query-node event that ends a long silence; flags are label-free noise)."
+        },
+    )
+    dormancy_gap: int = field(
+        default=8, metadata={"help": "Steps of query-node silence before the trigger ('dormancy' task)."}
     )
     # Parameters of training
     train_steps: int = field(default=300, metadata={"help": "Adam steps over mini-batches of streams."})
@@ -105,5 +116,9 @@ class MemExplainerConfig:
             problems.append(f"`max_depth` must be None or >= 0, got {self.max_depth}.")
         if self.selection not in _SELECTIONS:
             problems.append(f"`selection` must be one of {_SELECTIONS}, got {self.selection!r}.")
+        if self.task not in _TASKS:
+            problems.append(f"`task` must be one of {_TASKS}, got {self.task!r}.")
+        if self.dormancy_gap < 4:  # background gaps are 1-3 steps, so the silence must be longer
+            problems.append(f"`dormancy_gap` must be >= 4, got {self.dormancy_gap}.")
         if problems:
             raise ValueError("Invalid MemExplainerConfig: " + " ".join(problems))

@@ -127,6 +127,42 @@ def _one_stream(rng: np.random.Generator, cfg: MemExplainerConfig, positive: boo
     return src, dst, msg, trigger if positive else -1
 
 
+def _dormancy_stream(rng: np.random.Generator, cfg: MemExplainerConfig, positive: bool) -> tuple:
+    """Positive iff the query node is silent for `dormancy_gap` steps and then active again.
+
+    The signal lives only in event *timing* (the time encoding of t - last update in the memory message);
+    the flag and noise features are label-free, so an attribution over event features has nothing to find.
+    Query-node gaps are 1-2 steps around the silence in positives and 1-3 steps in negatives, so both
+    classes have about the same number of query-node events. The event that ends the silence (the
+    trigger) has >= num_neighbors + 1 later query-node events, so it is outside the neighbour window.
+    """
+    n, length, f = cfg.nodes_per_stream, cfg.stream_length, cfg.raw_msg_dim
+    while True:
+        own, s = [], int(rng.integers(0, 2))
+        ends_gap = int(rng.integers(1, 3))  # index in `own` of the event after the silence
+        while s < length:
+            own.append(s)
+            if positive and len(own) == ends_gap:
+                s += cfg.dormancy_gap
+            else:
+                s += int(rng.integers(1, 3 if positive else 4))
+        if len(own) > ends_gap + cfg.num_neighbors + 1:
+            break
+    src, dst = np.empty(length, dtype=np.int64), np.empty(length, dtype=np.int64)
+    is_own = np.zeros(length, dtype=bool)
+    is_own[own] = True
+    for t in range(length):
+        if is_own[t]:
+            pair = (QUERY_NODE, int(rng.integers(1, n)))
+        else:
+            pair = tuple(int(v) for v in rng.choice(np.arange(1, n), size=2, replace=False))
+        src[t], dst[t] = pair if rng.random() < 0.5 else pair[::-1]
+    msg = np.zeros((length, f), dtype=np.float32)
+    msg[:, :-1] = rng.standard_normal((length, f - 1))
+    msg[:, -1] = rng.random(length) < cfg.decoy_prob  # flags carry no label information here
+    return src, dst, msg, own[ends_gap] if positive else -1
+
+
 def make_streams(num_streams: int, cfg: MemExplainerConfig, seed: int) -> EventStreams:
     """`num_streams` balanced streams (label 1 iff the query node received the trigger flag)."""
     if num_streams < 1:
@@ -134,7 +170,8 @@ def make_streams(num_streams: int, cfg: MemExplainerConfig, seed: int) -> EventS
     rng = np.random.default_rng(seed)
     labels = np.arange(num_streams) % 2 == 1
     rng.shuffle(labels)
-    parts = [_one_stream(rng, cfg, bool(y)) for y in labels]
+    one = _dormancy_stream if cfg.task == "dormancy" else _one_stream
+    parts = [one(rng, cfg, bool(y)) for y in labels]
     src, dst, msg, trig = (np.stack([p[i] for p in parts]) for i in range(4))
     return EventStreams(
         src=torch.from_numpy(src),

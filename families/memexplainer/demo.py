@@ -1,6 +1,6 @@
 """MemExplainer demo: find a planted trigger event that only the TGN's memory remembers.
 
-Run: `python -m families.memexplainer.demo [--quick] [--seeds 3] [--out runs/memexplainer]`.
+Run: `python -m families.memexplainer.demo [--quick] [--seeds 3] [--task flag|dormancy] [--out runs/memexplainer]`.
 Per seed: train a TGN on synthetic streams, explain held-out streams, and report
 (1) conservation |sum of terms - logit|, (2) recall@k of the trigger on true positives,
 (3) KL(p || p_S) and |p - p_S| after replaying the model on only the k selected events, k = 1..5,
@@ -75,7 +75,7 @@ def _select_all(
 
 def run_seed(seed: int, args: argparse.Namespace) -> dict:
     """Train, explain and evaluate one seed; returns plain numbers."""
-    cfg = MemExplainerConfig(seed=seed, train_steps=args.train_steps)
+    cfg = MemExplainerConfig(seed=seed, train_steps=args.train_steps, task=args.task)
     t0 = time.time()
     train = make_streams(args.train_streams, cfg, 1000 * seed)
     test = make_streams(args.explain, cfg, 1000 * seed + 1)
@@ -169,6 +169,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = DemoParser("memexplainer", __doc__, seeds=3, quick_seeds=1)
     ap.add_argument("--train-steps", type=int, default=None, help="override the Adam steps")
     ap.add_argument("--explain", type=int, default=None, help="number of held-out streams to explain")
+    ap.add_argument(
+        "--task",
+        choices=("flag", "dormancy"),
+        default="flag",
+        help="'flag': a flagged query-node event; 'dormancy': the event that ends a long silence (timing only)",
+    )
     args = ap.parse_demo(argv)
     torch.set_num_threads(1)  # the demo machine is a shared 2-core box
     args.train_steps = args.train_steps or (40 if args.quick else 300)
@@ -184,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     table = io.StringIO()
     with contextlib.redirect_stdout(table):
         print(
-            f"seeds={args.seeds} train_steps={args.train_steps} explained streams={args.explain} wall={wall:.0f}s"
+            f"task={args.task} seeds={args.seeds} train_steps={args.train_steps} explained streams={args.explain} "
+            f"wall={wall:.0f}s"
         )
         print(f"test accuracy            {_fmt([r['accuracy'] for r in runs])}")
         print(f"true positives explained {_fmt([r['n_true_positive'] for r in runs], 1)}")

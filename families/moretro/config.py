@@ -30,6 +30,12 @@ class MORetroConfig:
     prune_dominated: bool = field(
         default=True, metadata={"help": "Skip open nodes whose bound is dominated."}
     )
+    # "gibbon": a GP from weight to hypervolume improvement, next weights by GIBBON (botorch), as in the
+    # paper; "sampler": our numpy-only solution-informed sampler (keep productive weights, add new ones
+    # in the least covered direction).
+    weight_selection: str = field(
+        default="gibbon", metadata={"help": "'gibbon' (GP + GIBBON, needs botorch) or 'sampler'."}
+    )
     seed: int = field(default=0, metadata={"help": "Seed of the weight sampler."})
 
     def __post_init__(self) -> None:
@@ -38,5 +44,9 @@ class MORetroConfig:
             val = getattr(self, name)
             if not isinstance(val, int) or val < 1:
                 problems.append(f"`{name}` must be an int >= 1, got {val!r}.")
+        if self.weight_selection not in ("gibbon", "sampler"):
+            problems.append(
+                f"`weight_selection` must be 'gibbon' or 'sampler', got {self.weight_selection!r}."
+            )
         if problems:
             raise ValueError("Invalid MORetroConfig: " + " ".join(problems))

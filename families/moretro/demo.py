@@ -34,7 +34,9 @@ from .data import (
 )
 from .model import MORetroStar
 
-METHODS = ["MORetro*", "Retro* per weight (5)", "weighted-sum restarts"]
+GIBBON, SAMPLER = "MORetro* (GP + GIBBON)", "MORetro* (simple sampler)"
+SELECTIONS = {GIBBON: "gibbon", SAMPLER: "sampler"}
+METHODS = [GIBBON, SAMPLER, "Retro* per weight (5)", "weighted-sum restarts"]
 
 
 def _simplex_weights(m: int) -> list[np.ndarray]:
@@ -48,7 +50,7 @@ def _score_methods(
     expand: Expander,
     bb: frozenset,
     true: list,
-    full_trace: list,
+    traces: dict[str, list],
     depth: int,
     budgets: list[int],
     rng: np.random.Generator,
@@ -59,9 +61,11 @@ def _score_methods(
     ref = np.asarray(true).max(axis=0) * 1.1 + 1e-9  # reference point just beyond the true nadir
     hv_true = hypervolume(true, ref)
     for b in budgets:
-        prefix = [f for n, f in full_trace if n <= b]  # MORetro*'s front after <= b expansions
-        fronts = {
-            "MORetro*": prefix[-1] if prefix else [],
+        fronts = {}
+        for meth, trace in traces.items():  # MORetro*'s front after <= b expansions
+            prefix = [f for n, f in trace if n <= b]
+            fronts[meth] = prefix[-1] if prefix else []
+        fronts |= {
             "Retro* per weight (5)": retro_star_per_weight(target, expand, bb, _simplex_weights(m), depth, b)[
                 0
             ],
@@ -86,20 +90,28 @@ def run_seed(seed: int, n_targets: int, lengths: tuple[int, int], depth: int, bu
     expand = linear_molecules_expander(m, salt=str(seed))
     bb = random_building_blocks(rng, max_len=2)
     rec = {meth: {b: {"exact": [], "hv": []} for b in budgets} for meth in METHODS}
-    certify, sizes = [], []
+    certify, sizes, exact = {k: [] for k in SELECTIONS}, [], {k: [] for k in SELECTIONS}
     for _ in range(n_targets):
         target = random_target(rng, int(rng.integers(lengths[0], lengths[1] + 1)))
         true = exact_front(target, expand, bb, depth, m)
         if not true:
             continue
         sizes.append(len(true))
-        full = MORetroStar(MORetroConfig(max_depth=depth, expansion_budget=10_000, seed=seed)).search(
-            target, expand, bb
-        )
-        certify.append(full.n_expansions if full.exhausted else np.nan)
-        _score_methods(target, expand, bb, true, full.trace, depth, budgets, rng, rec)
-    out = _mean_rec(rec)
-    out["certify_expansions"] = float(np.nanmean(certify)) if certify else float("nan")
+        traces = {}
+        for meth, sel in SELECTIONS.items():
+            cfg = MORetroConfig(max_depth=depth, expansion_budget=10_000, seed=seed, weight_selection=sel)
+            full = MORetroStar(cfg).search(target, expand, bb)
+            certify[meth].append(full.n_expansions if full.exhausted else np.nan)
+            exact[meth].append(full.exhausted and sorted(full.front) == sorted(true))
+            traces[meth] = full.trace
+        if budgets:
+            _score_methods(target, expand, bb, true, traces, depth, budgets, rng, rec)
+    out = _mean_rec(rec) if budgets else {}
+    for meth in SELECTIONS:
+        out[meth] = out.get(meth, {}) | {
+            "certify_expansions": float(np.nanmean(certify[meth])) if sizes else float("nan"),
+            "certified_exact": float(np.mean(exact[meth])) if sizes else float("nan"),
+        }
     out["front_size"] = float(np.mean(sizes)) if sizes else float("nan")
     out["n_targets"] = len(sizes)
     return out
@@ -121,9 +133,12 @@ def run_rdkit_seed(seed: int, depth: int, budgets: list[int]) -> dict:
         target = canonical_smiles(smiles)
         true = exact_front(target, expand, bb, depth, N_OBJECTIVES)
         routes = enumerate_route_trees(target, expand, bb, depth, N_OBJECTIVES)
-        full = MORetroStar(MORetroConfig(max_depth=depth, expansion_budget=10_000, seed=seed)).search(
-            target, expand, bb
-        )
+        traces, fulls = {}, {}
+        for meth, sel in SELECTIONS.items():
+            cfg = MORetroConfig(max_depth=depth, expansion_budget=10_000, seed=seed, weight_selection=sel)
+            fulls[meth] = MORetroStar(cfg).search(target, expand, bb)
+            traces[meth] = fulls[meth].trace
+        full = fulls[GIBBON]
         n_dominated = sum(
             any(q != p and all(a <= b for a, b in zip(q, p)) for q in full.front) for p in full.front
         )
@@ -135,10 +150,12 @@ def run_rdkit_seed(seed: int, depth: int, budgets: list[int]) -> dict:
             "moretro_exact": full.exhausted and sorted(full.front) == sorted(true),
             "moretro_dominated_returned": int(n_dominated),
             "certify_expansions": full.n_expansions,
+            "sampler_exact": fulls[SAMPLER].exhausted and sorted(fulls[SAMPLER].front) == sorted(true),
+            "sampler_certify_expansions": fulls[SAMPLER].n_expansions,
             "true_front": true,
         }
         if true:
-            _score_methods(target, expand, bb, true, full.trace, depth, budgets, rng, rec)
+            _score_methods(target, expand, bb, true, traces, depth, budgets, rng, rec)
     return {"methods": _mean_rec(rec), "targets": per_target}
 
 
@@ -163,12 +180,12 @@ def _ms(vals: list[float]) -> str:
 
 
 def _print_method_table(per_seed: list[dict], budgets: list[int]) -> None:
-    print(f"{'method':24s} {'budget':>6s} {'exact front':>16s} {'HV / HV_true':>16s}")
+    print(f"{'method':28s} {'budget':>6s} {'exact front':>16s} {'HV / HV_true':>16s}")
     for meth in METHODS:
         for b in budgets:
             ex = _ms([r[meth][b]["exact"] for r in per_seed])
             hv = _ms([r[meth][b]["hv"] for r in per_seed])
-            print(f"{meth:24s} {b:>6d} {ex:>16s} {hv:>16s}")
+            print(f"{meth:28s} {b:>6d} {ex:>16s} {hv:>16s}")
 
 
 def _toy_section(seeds: int, quick: bool) -> list[dict]:
@@ -179,11 +196,30 @@ def _toy_section(seeds: int, quick: bool) -> list[dict]:
     print(
         f"\n== MORetro* on syntheseus LinearMolecules, depth <= {depth}, {n_targets} targets/seed, {seeds} seeds =="
     )
-    print(
-        f"true front size: {_ms([r['front_size'] for r in runs])}; "
-        f"expansions to certify exactness (MORetro*): {_ms([r['certify_expansions'] for r in runs])}"
-    )
+    print(f"true front size: {_ms([r['front_size'] for r in runs])}")
+    _print_certify(runs)
     _print_method_table(runs, budgets)
+    return runs
+
+
+def _print_certify(runs: list[dict]) -> None:
+    for meth in SELECTIONS:
+        print(
+            f"{meth}: certified and equal to brute force {_ms([r[meth]['certified_exact'] for r in runs])}, "
+            f"expansions to certify {_ms([r[meth]['certify_expansions'] for r in runs])}"
+        )
+
+
+def _large_section(seeds: int, quick: bool) -> list[dict]:
+    """Larger toy instances (deeper routes, longer chains): certification only, no budget sweep."""
+    n_targets, lengths, depth = (1, (5, 5), 3) if quick else (4, (6, 8), 4)
+    runs = [run_seed(100 + s, n_targets, lengths, depth, []) for s in range(seeds)]
+    print(
+        f"\n== Larger LinearMolecules instances: depth <= {depth}, chains of {lengths[0]}-{lengths[1]} atoms, "
+        f"{n_targets} targets/seed, {seeds} seeds =="
+    )
+    print(f"true front size: {_ms([r['front_size'] for r in runs])}")
+    _print_certify(runs)
     return runs
 
 
@@ -195,15 +231,18 @@ def _rdkit_section(seeds: int, quick: bool) -> list[dict]:
         f"\n== MORetro* on rdkit templates (real molecules), depth <= {depth}, {len(targets)} targets, {seeds} seeds =="
     )
     print(
-        f"{'target':54s} {'routes':>6s} {'|front|':>7s} {'brute=DP':>8s} {'exact,all seeds':>15s} {'certify exp.':>14s}"
+        f"{'target':54s} {'routes':>6s} {'|front|':>7s} {'brute=DP':>8s} {'exact,all seeds':>15s} "
+        f"{'certify GIBBON':>15s} {'certify sampler':>16s}"
     )
     for name, t in targets.items():
         cert = _ms([r["targets"][name]["certify_expansions"] for r in runs])
+        cert_s = _ms([r["targets"][name]["sampler_certify_expansions"] for r in runs])
         exact = all(r["targets"][name]["moretro_exact"] for r in runs)
         exact = exact and all(r["targets"][name]["moretro_dominated_returned"] == 0 for r in runs)
+        exact = exact and all(r["targets"][name]["sampler_exact"] for r in runs)
         print(
             f"{name:54s} {t['n_routes']:>6d} {t['front_size']:>7d} {t['brute_force_equals_dp']!s:>8s} "
-            f"{exact!s:>15s} {cert:>14s}"
+            f"{exact!s:>15s} {cert:>15s} {cert_s:>16s}"
         )
     _print_method_table([r["methods"] for r in runs], budgets)
     example = "biaryl benzylamide (Suzuki + amide)"
@@ -216,8 +255,13 @@ def _rdkit_section(seeds: int, quick: bool) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     """Run the chosen environments over all seeds, print the tables, write results.json."""
     p = DemoParser("moretro", __doc__, seeds=3, quick_seeds=1)
-    p.add_argument("--env", choices=["all", "toy", "rdkit"], default="all", help="which environments to run")
+    p.add_argument(
+        "--env", choices=["all", "toy", "rdkit", "large"], default="all", help="which environments to run"
+    )
     args = p.parse_demo(argv)
+    import torch
+
+    torch.set_num_threads(1)  # the GP has a handful of points: one thread avoids contention
     t0 = time.time()
     results: dict = {"quick": args.quick}
     table = io.StringIO()
@@ -226,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
             results["toy"] = _toy_section(args.seeds, args.quick)
         if args.env in ("all", "rdkit"):
             results["rdkit"] = _rdkit_section(args.seeds, args.quick)
+        if args.env in ("all", "large"):
+            results["large"] = _large_section(args.seeds, args.quick)
     finish_demo(args, table.getvalue(), results, time.time() - t0)
     return 0
 

@@ -13,7 +13,8 @@ nothing copied). Our implementation, written from the paper's description:
 - Pruning: an open node whose componentwise lower-bound vector (cheapest cost above + below, per
   objective) is weakly dominated by the current front cannot lead to a new Pareto route; the
   search stops when every open node is pruned, which is the exactness certificate.
-- Weights: our simplified "solution-informed" sampler (README: the paper uses a GP + GIBBON).
+- Weights: as in the paper, a GP from weight to hypervolume improvement with GIBBON choosing the next
+  batch (`gibbon.py`, botorch); or our simplified "solution-informed" sampler (`weight_selection`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class SearchResult:
     n_expansions: int
     exhausted: bool  # True: no undominated open node left, so `front` is the true front
     trace: list = field(default_factory=list)  # (n_expansions, front) after each iteration
+    gp_proposals: int = 0  # weight batches chosen by the GP + GIBBON (0 for the simple sampler)
 
 
 class _Graph:
@@ -162,6 +164,12 @@ class MORetroStar:
         weights = [np.eye(cfg.n_objectives)[i] for i in range(min(cfg.n_objectives, cfg.n_weights))]
         weights = self._sample_weights(rng, weights, cfg.n_weights)
         productive: dict[int, int] = {}
+        credit = np.zeros(len(weights))  # HV improvement per active weight since the last resampling
+        selector = None
+        if cfg.weight_selection == "gibbon":
+            from .gibbon import GibbonWeightSelector, hv_improvement
+
+            selector = GibbonWeightSelector(cfg.n_objectives, cfg.seed)
         n_exp, it, trace, exhausted = 0, 0, [], False
         front: list = []
         while n_exp < cfg.expansion_budget:
@@ -193,9 +201,16 @@ class MORetroStar:
                 if set(new_front) - set(front):
                     for i in idx:
                         productive[i] = it
+                    if selector is not None:
+                        credit[idx] += hv_improvement(front, new_front) / len(idx)
                 front = new_front
             trace.append((n_exp, list(front)))
-            if it % cfg.resample_every == 0:
+            if it % cfg.resample_every == 0 and selector is not None:
+                for w, c in zip(weights, credit):
+                    selector.observe(w, c)
+                weights = selector.propose(cfg.n_weights)
+                credit = np.zeros(len(weights))
+            elif it % cfg.resample_every == 0:
                 keep = [
                     w for i, w in enumerate(weights) if it - productive.get(i, -(10**9)) < cfg.resample_every
                 ]
@@ -207,7 +222,7 @@ class MORetroStar:
         logger.info(
             "MORetro* %s: %d expansions, |front|=%d, exhausted=%s", target, n_exp, len(front), exhausted
         )
-        return SearchResult(front, n_exp, exhausted, trace)
+        return SearchResult(front, n_exp, exhausted, trace, selector.n_gp_fits if selector else 0)
 
     def _undominated_open(self, graph: _Graph, front: list) -> list[Key]:
         """Open nodes reachable from the root whose lower-bound vector no front point dominates."""

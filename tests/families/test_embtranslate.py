@@ -189,5 +189,7 @@ def test_demo_quick_smoke(tmp_path, capsys) -> None:
     assert "HMoE" in capsys.readouterr().out
     from families.demo_cli import load_results
 
-    r100 = load_results(tmp_path)["runs"][0]["re-embed/ID"]["r100"]
+    run = load_results(tmp_path)["runs"][0]
+    r100 = run["re-embed/id"]["r100"]
+    assert {"HMoE-LoRA (reference)", "HMoE-LoRA, leaf routing", "SELU MLP base alone"} <= set(run)
     assert 0.0 <= r100 <= 1.0

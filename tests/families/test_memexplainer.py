@@ -236,6 +236,25 @@ def test_streams_plant_the_trigger_outside_the_neighbour_window() -> None:
             assert len(flagged_own) == 0 and s.trigger_step[i] == -1
 
 
+def test_dormancy_streams_carry_the_label_only_in_event_timing() -> None:
+    """Dormancy task: positives have one silence of `dormancy_gap` steps before the trigger; negatives
+    have query-node gaps <= 3; the trigger is outside the window; flags are label-free."""
+    cfg = MemExplainerConfig(task="dormancy", decoy_prob=0.3)
+    s = make_streams(200, cfg, seed=4)
+    flag_rate = [s.msg[s.label == y][..., -1].mean().item() for y in (0, 1)]
+    assert abs(flag_rate[0] - flag_rate[1]) < 0.03  # the flag feature says nothing about the label
+    for i in range(len(s)):
+        own = ((s.src[i] == QUERY_NODE) | (s.dst[i] == QUERY_NODE)).nonzero().flatten()
+        gaps = (own[1:] - own[:-1]).tolist()
+        if s.label[i] == 1:
+            trig = s.trigger_step[i].item()
+            j = own.tolist().index(trig)
+            assert gaps[j - 1] == cfg.dormancy_gap and max(g for k, g in enumerate(gaps) if k != j - 1) <= 2
+            assert (own > trig).sum() > cfg.num_neighbors
+        else:
+            assert max(gaps) <= 3 and s.trigger_step[i] == -1
+
+
 def test_attention_baseline_and_ig_completeness() -> None:
     """Attention scores live only on window events and sum to 1; captum IG is (nearly) complete."""
     pytest.importorskip("captum", reason="integrated gradients baseline")
@@ -264,6 +283,8 @@ def test_attention_baseline_and_ig_completeness() -> None:
         dict(max_depth=-1),
         dict(selection="greedy"),
         dict(lr=0.0),
+        dict(task="xor"),
+        dict(dormancy_gap=2),
     ],
 )
 def test_config_rejects_bad_values(kwargs: dict) -> None:

@@ -236,6 +236,18 @@ def test_crps_of_deterministic_forecast_equals_mae() -> None:
     assert crps_ensemble(ens, target) < (ens.mean(0) - target).abs().mean() + (ens - target).abs().mean()
 
 
+def test_deepar_ensemble_levels_are_evenly_spaced_quantiles() -> None:
+    """The DeepAR baseline's central-interval levels put its S members at the quantiles (m + 0.5) / S."""
+    from families.llapdiff.baselines import ensemble_levels
+
+    levels = ensemble_levels(8)
+    lows = sorted((1 - lv / 100) / 2 for lv in levels)
+    highs = sorted(1 - (1 - lv / 100) / 2 for lv in levels)
+    assert lows + highs == pytest.approx([(m + 0.5) / 8 for m in range(8)])
+    with pytest.raises(ValueError, match="even"):
+        ensemble_levels(3)
+
+
 def test_training_lowers_loss() -> None:
     """A few Adam steps on irregular regime data lower the denoising loss on a fixed noise draw."""
     data = regime_oscillators(16, history=24, horizon=8, missing_rate=0.5, seed=0)

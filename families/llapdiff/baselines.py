@@ -1,5 +1,5 @@
-"""Baselines for LLapDiff: GRU with time gaps (own), Neural CDE (torchcde), DLinear (neuralforecast),
-SAITS imputation (pypots), linear interpolation. Heavy packages are imported inside the functions."""
+"""Baselines for LLapDiff: GRU with time gaps (own), Neural CDE (torchcde), DLinear and the probabilistic
+DeepAR (neuralforecast), SAITS imputation (pypots), linear interpolation. Heavy packages are imported inside the functions."""
 
 from __future__ import annotations
 
@@ -96,18 +96,71 @@ def train_direct(
     return model
 
 
+def _long_frame(hist: torch.Tensor, target: torch.Tensor | None, prefix: str):
+    """neuralforecast's long format: one univariate series per (series, channel), integer time stamps."""
+    import pandas as pd
+
+    full = hist if target is None else torch.cat([hist, target], 1)
+    n, t, c = full.shape
+    ids = np.repeat([f"{prefix}{i}_{j}" for i in range(n) for j in range(c)], t)
+    vals = full.permute(0, 2, 1).reshape(-1).numpy()
+    return pd.DataFrame({"unique_id": ids, "ds": np.tile(np.arange(t), n * c), "y": vals})
+
+
+def _unstack(pred, column: str, n: int, h: int, c: int) -> np.ndarray:
+    """(N, H, C) array of one forecast column of neuralforecast's output for the `te{i}_{j}` series."""
+    out = np.zeros((n, h, c), dtype=np.float32)
+    for i in range(n):
+        for j in range(c):
+            out[i, :, j] = pred.loc[pred["unique_id"] == f"te{i}_{j}", column].to_numpy()
+    return out
+
+
+def ensemble_levels(num_members: int) -> list[float]:
+    """Central-interval levels (%) whose bounds are the quantiles (m + 0.5) / S, m = 0 .. S-1 (S even)."""
+    if num_members < 2 or num_members % 2:
+        raise ValueError(f"`num_members` must be even and >= 2, got {num_members}.")
+    return [100.0 * (1 - 2 * (m + 0.5) / num_members) for m in range(num_members // 2)]
+
+
+def deepar_forecast(
+    train: dict, test: dict, max_steps: int, num_members: int = 8, seed: int = 0
+) -> torch.Tensor:
+    """neuralforecast DeepAR (Gaussian likelihood, LSTM) on linearly interpolated histories, one
+    univariate series per channel. Returns an ensemble (S, N, H, C) of its S forecast quantiles at levels
+    (m + 0.5) / S, a probabilistic forecast that the ensemble CRPS scores like samples."""
+    from neuralforecast import NeuralForecast
+    from neuralforecast.losses.pytorch import DistributionLoss
+    from neuralforecast.models import DeepAR
+
+    levels = ensemble_levels(num_members)
+    h, history = test["t_query"].shape[1], test["hist"].shape[1]
+    model = DeepAR(
+        h=h,
+        input_size=history,
+        lstm_hidden_size=32,
+        lstm_n_layers=2,
+        windows_batch_size=128,
+        loss=DistributionLoss("Normal", level=levels),
+        max_steps=max_steps,
+        random_seed=seed,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        logger=False,
+        accelerator="cpu",
+    )
+    nf = NeuralForecast(models=[model], freq=1)
+    nf.fit(_long_frame(interpolate_history(train["hist"], train["t_hist"]), train["target"], "tr"))
+    pred = nf.predict(df=_long_frame(interpolate_history(test["hist"], test["t_hist"]), None, "te"))
+    n, _, c = test["hist"].shape
+    cols = [f"DeepAR-lo-{lv}" for lv in levels] + [f"DeepAR-hi-{lv}" for lv in reversed(levels)]
+    return torch.from_numpy(np.stack([_unstack(pred, col, n, h, c) for col in cols]))
+
+
 def dlinear_forecast(train: dict, test: dict, max_steps: int, seed: int = 0) -> torch.Tensor:
     """neuralforecast DLinear on linearly interpolated histories, one univariate series per channel."""
-    import pandas as pd
     from neuralforecast import NeuralForecast
     from neuralforecast.models import DLinear
-
-    def frame(hist: torch.Tensor, target: torch.Tensor | None, prefix: str) -> pd.DataFrame:
-        full = hist if target is None else torch.cat([hist, target], 1)
-        n, t, c = full.shape
-        ids = np.repeat([f"{prefix}{i}_{j}" for i in range(n) for j in range(c)], t)
-        vals = full.permute(0, 2, 1).reshape(-1).numpy()
-        return pd.DataFrame({"unique_id": ids, "ds": np.tile(np.arange(t), n * c), "y": vals})
 
     h, history = test["t_query"].shape[1], test["hist"].shape[1]
     model = DLinear(
@@ -121,14 +174,10 @@ def dlinear_forecast(train: dict, test: dict, max_steps: int, seed: int = 0) -> 
         accelerator="cpu",
     )
     nf = NeuralForecast(models=[model], freq=1)
-    nf.fit(frame(interpolate_history(train["hist"], train["t_hist"]), train["target"], "tr"))
-    pred = nf.predict(df=frame(interpolate_history(test["hist"], test["t_hist"]), None, "te"))
+    nf.fit(_long_frame(interpolate_history(train["hist"], train["t_hist"]), train["target"], "tr"))
+    pred = nf.predict(df=_long_frame(interpolate_history(test["hist"], test["t_hist"]), None, "te"))
     n, _, c = test["hist"].shape
-    out = np.zeros((n, h, c), dtype=np.float32)
-    for i in range(n):
-        for j in range(c):
-            out[i, :, j] = pred.loc[pred["unique_id"] == f"te{i}_{j}", "DLinear"].to_numpy()
-    return torch.from_numpy(out)
+    return torch.from_numpy(_unstack(pred, "DLinear", n, h, c))
 
 
 def saits_impute(

@@ -1,5 +1,9 @@
 """LLapDiff demo: irregular damped oscillators with regime shifts; forecast MSE/MAE/CRPS vs missing rate,
-imputation error, and pole recovery. Run `python -m families.llapdiff.demo` or `--quick`."""
+imputation error, and pole recovery. Run `python -m families.llapdiff.demo` or `--quick`.
+
+`llapdiff` uses the reference code's diffusion settings (the config defaults) and imputes by inpainting;
+`llapdiff_x0` changes only the prediction target to x0; `llapdiff_lite` is the ablation with the earlier
+settings (`LLapDiffConfig.lite()`) and the residue fit at historical times."""
 
 from __future__ import annotations
 
@@ -11,10 +15,33 @@ import torch
 
 from ..demo_cli import DemoParser, finish_demo
 from ..parallel import run_jobs
-from .baselines import GRUDelta, NeuralCDE, dlinear_forecast, interpolate_history, saits_impute, train_direct
+from .baselines import (
+    GRUDelta,
+    NeuralCDE,
+    deepar_forecast,
+    dlinear_forecast,
+    interpolate_history,
+    saits_impute,
+    train_direct,
+)
 from .config import LLapDiffConfig
 from .data import DT, regime_oscillators
-from .model import LLapDiff, crps_ensemble, fit_poles, laplace_basis, solve_residues
+from .impute import inpaint_history, residue_fit_history
+from .model import LLapDiff, crps_ensemble, fit_poles
+
+VARIANTS = {
+    "llapdiff": LLapDiffConfig(),
+    "llapdiff_x0": LLapDiffConfig(prediction="x0"),
+    "llapdiff_lite": LLapDiffConfig.lite(),
+}
+FORECASTERS = (*VARIANTS, "gru_dt", "ncde", "dlinear", "deepar")
+IMPUTERS = {
+    "impute_llapdiff_mae": "llapdiff (inpainting, times >= 0)",
+    "impute_llapdiff_x0_mae": "llapdiff_x0 (inpainting, times >= 0)",
+    "impute_llapdiff_lite_mae": "llapdiff_lite (residue fit at negative times)",
+    "impute_linear_mae": "linear",
+    "impute_saits_mae": "saits",
+}
 
 logger = logging.getLogger(__name__)
 
@@ -28,9 +55,9 @@ def _scores(samples: torch.Tensor, target: torch.Tensor) -> dict[str, float]:
     }
 
 
-def _train_llapdiff(train: dict, steps: int, seed: int) -> LLapDiff:
+def _train_llapdiff(train: dict, steps: int, seed: int, config: LLapDiffConfig) -> LLapDiff:
     torch.manual_seed(seed)
-    model = LLapDiff(LLapDiffConfig(num_channels=train["hist"].shape[-1], num_poles=8, hidden_size=64))
+    model = LLapDiff(config)
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     gen = torch.Generator().manual_seed(seed)
     for _ in range(steps):
@@ -48,21 +75,6 @@ def _train_llapdiff(train: dict, steps: int, seed: int) -> LLapDiff:
     return model
 
 
-def impute_llapdiff(
-    model: LLapDiff, hist: torch.Tensor, mask: torch.Tensor, t_hist: torch.Tensor
-) -> torch.Tensor:
-    """Query the modal expansion at historical timestamps: residues fitted on the observed points."""
-    with torch.no_grad():
-        _, rho, omega = model.condition(hist, mask, t_hist)
-        basis = laplace_basis(t_hist, rho, omega)  # (B, T, 2K)
-        filled = []
-        for b in range(hist.shape[0]):  # one least-squares fit per series on its observed rows
-            obs = mask[b, :, 0] > 0
-            theta = solve_residues(basis[b : b + 1, obs], torch.nan_to_num(hist[b : b + 1, obs]), ridge=1e-3)
-            filled.append((basis[b : b + 1] @ theta)[0])
-        return torch.stack(filled)
-
-
 def run(missing: float, seed: int, quick: bool, heavy: bool) -> dict:
     """All methods at one missing rate and seed."""
     n_train, n_test = (32, 16) if quick else (256, 96)
@@ -78,12 +90,16 @@ def run(missing: float, seed: int, quick: bool, heavy: bool) -> dict:
         out["seconds"][name] = round(now - clock, 2)
         clock = now
 
-    model = _train_llapdiff(train, steps, seed)
-    samples = model.sample(
-        test["hist"], test["mask"], test["t_hist"], test["t_query"], num_samples=4 if quick else 8
-    )
-    out["llapdiff"] = _scores(samples, test["target"])
-    lap("llapdiff")
+    members = 4 if quick else 8
+    models = {}
+    for name, config in VARIANTS.items():
+        models[name] = _train_llapdiff(train, steps, seed, config)
+        torch.manual_seed(seed)
+        samples = models[name].sample(
+            test["hist"], test["mask"], test["t_hist"], test["t_query"], num_samples=members
+        )
+        out[name] = _scores(samples, test["target"])
+        lap(name)
     torch.manual_seed(seed)
     gru = train_direct(GRUDelta(3, test["target"].shape[1]), train, steps, seed=seed)
     with torch.no_grad():
@@ -103,6 +119,10 @@ def run(missing: float, seed: int, quick: bool, heavy: bool) -> dict:
             dlinear_forecast(train, test, 5 if quick else 200, seed).unsqueeze(0), test["target"]
         )
         lap("dlinear")
+        out["deepar"] = _scores(
+            deepar_forecast(train, test, 5 if quick else 200, num_members=members, seed=seed), test["target"]
+        )
+        lap("deepar")
     # imputation: hide 30% of the observed history points (never the last one) and query them
     rng = np.random.default_rng(seed)
     hide = (rng.random(test["mask"].shape[:2]) < 0.3) & (test["mask"][..., 0].numpy() > 0)
@@ -117,7 +137,15 @@ def run(missing: float, seed: int, quick: bool, heavy: bool) -> dict:
     def err(filled: torch.Tensor) -> float:
         return (filled[hide_t] - truth).abs().mean().item()
 
-    out["impute_llapdiff_mae"] = err(impute_llapdiff(model, hist2, mask2, test["t_hist"]))
+    torch.manual_seed(seed)
+    horizon = test["t_query"].shape[1]
+    for name in ("llapdiff", "llapdiff_x0"):
+        out[f"impute_{name}_mae"] = err(
+            inpaint_history(models[name], hist2, mask2, test["t_hist"], horizon, DT, num_samples=4)
+        )
+    out["impute_llapdiff_lite_mae"] = err(
+        residue_fit_history(models["llapdiff_lite"], hist2, mask2, test["t_hist"])
+    )
     out["impute_linear_mae"] = err(interpolate_history(hist2, test["t_hist"]))
     if heavy:
         train2 = train["hist"].clone()
@@ -158,7 +186,7 @@ def _cell(values: list[float]) -> str:
 
 def summarize(results: list[dict], rates: list[float]) -> str:
     """Markdown tables (mean +- std over seeds)."""
-    methods = [m for m in ("llapdiff", "gru_dt", "ncde", "dlinear") if m in results[0]]
+    methods = [m for m in FORECASTERS if m in results[0]]
     lines = []
     for metric in ("mse", "mae", "crps"):
         lines += [f"### Forecast {metric.upper()} at horizon 48 vs missing rate", ""]
@@ -170,7 +198,7 @@ def summarize(results: list[dict], rates: list[float]) -> str:
             cells = [_cell([x[m][metric] for x in results if x["missing"] == r]) for r in rates]
             lines.append(f"| {m} | " + " | ".join(cells) + " |")
         lines.append("")
-    imp = [k for k in ("impute_llapdiff_mae", "impute_linear_mae", "impute_saits_mae") if k in results[0]]
+    imp = [k for k in IMPUTERS if k in results[0]]
     lines += ["### Imputation MAE (30% of observed history hidden)", ""]
     lines += [
         "| method | " + " | ".join(f"{int(r * 100)}% missing" for r in rates) + " |",
@@ -178,7 +206,7 @@ def summarize(results: list[dict], rates: list[float]) -> str:
     ]
     for k in imp:
         lines.append(
-            f"| {k[7:-4]} | "
+            f"| {IMPUTERS[k]} | "
             + " | ".join(_cell([x[k] for x in results if x["missing"] == r]) for r in rates)
             + " |"
         )
@@ -189,7 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     """Command-line entry point (`latentworks family llapdiff`)."""
     parser = DemoParser("llapdiff", __doc__.splitlines()[0], seeds=3, workers=2)
     parser.add_argument(
-        "--no-heavy", action="store_true", help="skip torchcde / neuralforecast / pypots baselines"
+        "--no-heavy",
+        action="store_true",
+        help="skip the torchcde / neuralforecast (DLinear, DeepAR) / pypots baselines",
     )
     args = parser.parse_demo(argv)
     torch.set_num_threads(1)

@@ -8,9 +8,11 @@ The denoiser represents a horizon as K damped modes with stable complex-conjugat
     w_k = omega_max * sigmoid(.) in (0, pi),
 so it is evaluated directly at any timestamps (no ODE solver). A gap-aware GRU summarises the irregular
 history (values * mask, mask, time gaps, time) and conditions the poles (bounded per-sample shifts) and
-the residues (a, b). Diffusion: DDPM cosine schedule, x0-prediction, DDIM sampling.
-Simplifications against the paper (see README): identity latent (no VAE), least-squares "analysis"
-instead of pole-token cross-attention, an MLP refinement instead of the LapFormer blocks.
+the residues (a, b); by default the poles also depend on the noise step, and a gated MLP on the synthesis
+lets the output leave the span of the basis. Diffusion: DDPM cosine schedule with the reference code's
+defaults (v-prediction, min-SNR weights, Karras-spaced DDIM with eta 0, classifier-free guidance); see
+`diffusion.py`. Simplifications against the paper (see README): identity latent (no VAE), least-squares
+"analysis" instead of pole-token cross-attention, an MLP refinement instead of the LapFormer blocks.
 
 Shapes: B batch, T timestamps, K poles, C channels, S samples.
 """
@@ -25,6 +27,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from .config import LLapDiffConfig
+from .diffusion import (
+    guidance_scale,
+    guide,
+    karras_step_indices,
+    linear_step_indices,
+    min_snr_weight,
+    v_target,
+    x0_from_v,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -132,22 +143,21 @@ class GapAwareSummarizer(nn.Module):
         return self.gru(feats)[1][-1]
 
 
-def v_target(x0: torch.Tensor, eps: torch.Tensor, abar: torch.Tensor) -> torch.Tensor:
-    """v = sqrt(abar) eps - sqrt(1 - abar) x0 (Salimans & Ho), the reference code's default target."""
-    return abar.sqrt() * eps - (1 - abar).sqrt() * x0
+class GatedHead(nn.Module):
+    """Pointwise gated MLP on the synthesised values, y + W_out(v * gelu(g)) with [g, v] = W_in(LN(y)),
+    so the output can leave the span of the damped-mode basis. Starts near the identity."""
 
+    def __init__(self, num_channels: int, hidden_size: int) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(num_channels)
+        self.inner = nn.Linear(num_channels, 2 * hidden_size)
+        self.outer = nn.Linear(hidden_size, num_channels)
+        nn.init.normal_(self.outer.weight, std=1e-3)
+        nn.init.zeros_(self.outer.bias)
 
-def x0_from_v(x_noisy: torch.Tensor, v: torch.Tensor, abar: torch.Tensor) -> torch.Tensor:
-    """Invert x_t = sqrt(abar) x0 + sqrt(1 - abar) eps given v: x0 = sqrt(abar) x_t - sqrt(1 - abar) v."""
-    return abar.sqrt() * x_noisy - (1 - abar).sqrt() * v
-
-
-def min_snr_weight(abar: torch.Tensor, gamma: float, prediction: str) -> torch.Tensor:
-    """Min-SNR-gamma loss weight (Hang et al. 2023) expressed for the x0 or v target:
-    min(SNR, gamma) for x0, min(SNR, gamma) / (SNR + 1) for v, with SNR = abar / (1 - abar)."""
-    snr = abar / (1 - abar)
-    clipped = snr.clamp(max=gamma)
-    return clipped if prediction == "x0" else clipped / (snr + 1)
+    def forward(self, y: torch.Tensor) -> torch.Tensor:
+        gate, value = self.inner(self.norm(y)).chunk(2, dim=-1)
+        return y + self.outer(value * F.gelu(gate))
 
 
 class LLapDiff(nn.Module):
@@ -164,17 +174,15 @@ class LLapDiff(nn.Module):
         super().__init__()
         self.config = config
         k2c = 2 * config.num_poles * config.num_channels
+        h = config.hidden_size
         self.poles = PoleBank(config.num_poles, config.alpha_min, config.omega_max, config.delta_max)
-        self.summarizer = GapAwareSummarizer(config.num_channels, config.hidden_size)
-        self.pole_head = nn.Linear(config.hidden_size, 2 * config.num_poles)
+        self.summarizer = GapAwareSummarizer(config.num_channels, h)
+        self.pole_head = nn.Linear((2 if config.step_conditioned_poles else 1) * h, 2 * config.num_poles)
         nn.init.zeros_(self.pole_head.weight)
         nn.init.zeros_(self.pole_head.bias)
-        self.step_embed = nn.Sequential(nn.Linear(16, config.hidden_size), nn.GELU())
-        self.refine = nn.Sequential(
-            nn.Linear(k2c + 2 * config.hidden_size, 2 * config.hidden_size),
-            nn.GELU(),
-            nn.Linear(2 * config.hidden_size, k2c),
-        )
+        self.step_embed = nn.Sequential(nn.Linear(16, h), nn.GELU())
+        self.refine = nn.Sequential(nn.Linear(k2c + 2 * h, 2 * h), nn.GELU(), nn.Linear(2 * h, k2c))
+        self.head = GatedHead(config.num_channels, h) if config.gated_head else None
         s = torch.linspace(0, 1, config.diffusion_steps + 1)
         abar = torch.cos((s + 0.008) / 1.008 * math.pi / 2) ** 2
         self.register_buffer("alpha_bar", (abar / abar[0]).clamp(1e-5, 1.0)[1:], persistent=False)
@@ -200,13 +208,20 @@ class LLapDiff(nn.Module):
                 "observed history values contain NaN or inf; mark them missing in `mask` instead."
             )
 
-    def condition(
-        self, hist: torch.Tensor, mask: torch.Tensor, t_hist: torch.Tensor
-    ) -> tuple[torch.Tensor, ...]:
-        """Summary (B, hidden) and the per-sample poles (rho, omega), each (B, K)."""
-        summary = self.summarizer(torch.nan_to_num(hist), mask, t_hist)
-        rho, omega = self.poles(self.pole_head(summary), batch=hist.shape[0])
-        return summary, rho, omega
+    def condition(self, hist: torch.Tensor, mask: torch.Tensor, t_hist: torch.Tensor) -> torch.Tensor:
+        """History summary (B, hidden); the all-zero summary is the null condition of guidance."""
+        return self.summarizer(torch.nan_to_num(hist), mask, t_hist)
+
+    def step_embedding(self, step: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        """Sinusoidal features of the noise step through a learned layer: (B,) -> (B, hidden)."""
+        freqs = torch.exp(torch.linspace(0, -6, 8, device=step.device, dtype=dtype))
+        angle = step.to(dtype).unsqueeze(-1) / self.config.diffusion_steps * 1000 * freqs
+        return self.step_embed(torch.cat([angle.sin(), angle.cos()], -1))
+
+    def poles_for(self, summary: torch.Tensor, temb: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-sample poles (rho, omega), each (B, K), from the summary and (by default) the step embedding."""
+        feats = torch.cat([temb, summary], -1) if self.config.step_conditioned_poles else summary
+        return self.poles(self.pole_head(feats), batch=summary.shape[0])
 
     def denoise(
         self,
@@ -214,24 +229,23 @@ class LLapDiff(nn.Module):
         t_query: torch.Tensor,
         step: torch.Tensor,
         summary: torch.Tensor,
-        rho: torch.Tensor,
-        omega: torch.Tensor,
         t_out: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """x0 prediction from a noisy horizon (B, T, C) observed at `t_query` (B, T), noise level `step` (B,).
+        """Raw prediction (x0 or v, as configured) from a noisy horizon (B, T, C) at `t_query` (B, T) and
+        noise level `step` (B,), conditioned on `summary` (B, hidden).
 
         The noisy points are analysed into residues, which are then synthesised at `t_out` (B, T_out),
         by default `t_query`: any other times can be read off the same denoised expansion.
         """
+        temb = self.step_embedding(step, summary.dtype)
+        rho, omega = self.poles_for(summary, temb)
         basis = laplace_basis(t_query, rho, omega)  # (B, T, 2K)
         theta0 = solve_residues(basis, x_noisy, ridge=1e-2)  # analysis of the noisy input, (B, 2K, C)
-        freqs = torch.exp(torch.linspace(0, -6, 8, device=step.device, dtype=summary.dtype))
-        angle = step.to(summary.dtype).unsqueeze(-1) / self.config.diffusion_steps * 1000 * freqs
-        temb = self.step_embed(torch.cat([angle.sin(), angle.cos()], -1))
         theta = theta0 + self.refine(torch.cat([theta0.flatten(1), summary, temb], -1)).view_as(theta0)
         if t_out is not None:
             basis = laplace_basis(t_out, rho, omega)  # (B, T_out, 2K)
-        return basis @ theta  # synthesis: evaluated directly at the requested times
+        y = basis @ theta  # synthesis: evaluated directly at the requested times
+        return y if self.head is None else self.head(y)
 
     def loss(
         self,
@@ -241,20 +255,31 @@ class LLapDiff(nn.Module):
         target: torch.Tensor,
         t_query: torch.Tensor,
     ) -> torch.Tensor:
-        """MSE of the configured target (x0 or v) at a random noise level, optionally min-SNR weighted."""
+        """MSE of the configured target (x0 or v) at a random noise level, optionally min-SNR weighted; a
+        `cond_drop_prob` share of the series sees the null condition, which guidance needs."""
         self._check(hist, mask, t_hist, t_query)
         c = self.config
-        summary, rho, omega = self.condition(hist, mask, t_hist)
+        summary = self.condition(hist, mask, t_hist)
+        if c.cond_drop_prob > 0:
+            keep = torch.rand(hist.shape[0], 1, device=hist.device) >= c.cond_drop_prob
+            summary = summary * keep
         step = torch.randint(0, c.diffusion_steps, (hist.shape[0],), device=hist.device)
         abar = self.alpha_bar[step].view(-1, 1, 1)
         eps = torch.randn_like(target)
         noisy = abar.sqrt() * target + (1 - abar).sqrt() * eps
-        out = self.denoise(noisy, t_query, step, summary, rho, omega)
+        out = self.denoise(noisy, t_query, step, summary)
         goal = target if c.prediction == "x0" else v_target(target, eps, abar)
         per_series = (out - goal).pow(2).mean((1, 2))  # (B,)
         if c.loss_weighting == "min_snr":
             per_series = per_series * min_snr_weight(abar.view(-1), c.min_snr_gamma, c.prediction)
         return per_series.mean()
+
+    def sampling_steps(self) -> torch.Tensor:
+        """Descending noise-step indices visited by the sampler."""
+        c = self.config
+        if c.step_spacing == "karras":
+            return karras_step_indices(self.alpha_bar.cpu(), c.sampling_steps, c.karras_rho)
+        return linear_step_indices(c.diffusion_steps, c.sampling_steps)
 
     @torch.no_grad()
     def sample(
@@ -264,22 +289,56 @@ class LLapDiff(nn.Module):
         t_hist: torch.Tensor,
         t_query: torch.Tensor,
         num_samples: int = 8,
-        eta: float = 1.0,
+        eta: float | None = None,
+        unconditional: bool = False,
+        y_obs: torch.Tensor | None = None,
+        obs_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Forecast samples (S, B, T_query, C) by DDIM with `sampling_steps` steps (eta=1: stochastic)."""
+        """Samples (S, B, T_query, C) by DDIM (`eta` defaults to the config's), with guidance as configured.
+
+        `unconditional` samples from the null condition (no guidance). `y_obs` (B, T_query, C) with
+        `obs_mask` (B, T_query) inpaints: after every step the observed points are reset to `y_obs` noised
+        to the next level, and they are returned exactly.
+        """
         self._check(hist, mask, t_hist, t_query)
         if num_samples < 1:
             raise ValueError(f"`num_samples` must be >= 1, got {num_samples}.")
-        summary, rho, omega = self.condition(hist, mask, t_hist)
+        if (y_obs is None) != (obs_mask is None):
+            raise ValueError("inpainting needs both `y_obs` and `obs_mask` (or neither).")
+        if y_obs is not None and (
+            y_obs.shape != (*t_query.shape, self.config.num_channels) or obs_mask.shape != t_query.shape
+        ):
+            raise ValueError(
+                f"`y_obs` must be (B, T_query, C) and `obs_mask` (B, T_query); got {tuple(y_obs.shape)}, "
+                f"{tuple(obs_mask.shape)} for t_query {tuple(t_query.shape)}."
+            )
+        c = self.config
+        eta = c.eta if eta is None else eta
         rep = lambda v: v.repeat_interleave(num_samples, 0)  # noqa: E731
-        summary, rho, omega, tq = rep(summary), rep(rho), rep(omega), rep(t_query)
-        steps = torch.linspace(self.config.diffusion_steps - 1, 0, self.config.sampling_steps).long()
-        x = torch.randn(tq.shape[0], tq.shape[1], self.config.num_channels, device=hist.device)
+        summary = rep(self.condition(hist, mask, t_hist))
+        null = torch.zeros_like(summary)
+        if unconditional:
+            summary = null
+        guided = c.guided and not unconditional
+        tq = rep(t_query)
+        b = tq.shape[0]
+        obs = free = target = None
+        if y_obs is not None:
+            obs = rep(obs_mask).unsqueeze(-1).to(tq.dtype)
+            free = 1 - obs
+            target = torch.nan_to_num(rep(y_obs))
+        steps = self.sampling_steps()
+        x = torch.randn(b, tq.shape[1], c.num_channels, device=hist.device)
         for i, s in enumerate(steps):
             a_s = self.alpha_bar[s]
-            x0 = self.denoise(x, tq, s.expand(tq.shape[0]), summary, rho, omega)
-            if self.config.prediction == "v":
-                x0 = x0_from_v(x, x0, a_s)
+            if obs is not None:  # observed points sit at the current noise level
+                x = obs * (a_s.sqrt() * target + (1 - a_s).sqrt() * torch.randn_like(x)) + free * x
+            step = s.expand(b)
+            pred = self.denoise(x, tq, step, summary)
+            if guided:
+                g = guidance_scale(a_s, c.guidance_min, c.guidance_max, c.guidance_power)
+                pred = guide(pred, self.denoise(x, tq, step, null), g, c.guidance_rescale, free)
+            x0 = x0_from_v(x, pred, a_s) if c.prediction == "v" else pred
             if i == len(steps) - 1:
                 x = x0
                 break
@@ -291,5 +350,7 @@ class LLapDiff(nn.Module):
                 + (1 - a_next - sigma**2).clamp(min=0).sqrt() * eps
                 + sigma * torch.randn_like(x)
             )
+        if obs is not None:
+            x = obs * target + free * x
         # repeat_interleave put sample s of series b at row b * S + s
         return x.view(t_query.shape[0], num_samples, *x.shape[1:]).transpose(0, 1)

@@ -10,10 +10,9 @@ from agents.config import RunConfig, default_threads
 from eval.config import EvalConfig
 from latentworks.args import add_config_arguments, config_from_args
 
-
 # builtin:arith-mini learned latent hand-off with this many thoughts per agent (its card records it);
 # other models get `agents.DEFAULT_LATENT_STEPS` through `latentworks eval`.
-BUILTIN_LATENT_STEPS = 8
+BUILTIN_LATENT_STEPS = 4
 
 
 @dataclass
@@ -25,7 +24,7 @@ class DemoConfig:
     graph: str = field(default="sequential", metadata={"help": "sequential | hierarchical | graph file"})
     latent_steps: int = field(
         default=BUILTIN_LATENT_STEPS,
-        metadata={"help": "latent thoughts per agent (the built-in model was trained with 8)"},
+        metadata={"help": "latent thoughts per agent (the built-in model was trained with 4)"},
     )
     max_new_tokens: int = field(default=96, metadata={"help": "decode budget per decoding agent"})
     threads: int | None = field(default_factory=default_threads, metadata={"help": "torch CPU threads"})

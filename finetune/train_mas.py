@@ -549,7 +549,8 @@ of 2-3 operations: **{card["heldout_accuracy"]:.1%}**.
 {by}
 
 ## Multi-agent methods ({c["eval_n"]} held-out problems, {card["latent_steps"]} latent thoughts per agent)
-Wall times are side by side in one process on a shared 2-core CPU; `latentworks demo` prints the same comparison.
+Methods run one after another in one process on a shared 2-core CPU, so wall times move with the load;
+`latentworks demo` and `bench/latent_mas.py` interleave the methods batch by batch for side-by-side ratios.
 
 {mas}
 

@@ -1,7 +1,7 @@
 """Capture overhead vs a plain forward (goal <= 1.10x), plus steering overhead, next to the same
 calls through steering-vectors (a maintained peer library) when it is installed; prints a table.
 
-    python bench/probes.py                      # builtin:arith-mini if shipped, else a tiny random Llama
+    python bench/probes.py                      # builtin:arith-mini-v3 if shipped, else a tiny random Llama
     python bench/probes.py --model PATH --batch 16 --repeats 20
 
 Each timed call is one forward of the same left-padded batch (`LatentModel.prefill`; the peer
@@ -70,7 +70,7 @@ def _peer_calls(m, enc: dict, layers: list[int], vec: torch.Tensor) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default="builtin:arith-mini")
+    p.add_argument("--model", default="builtin:arith-mini-v3")
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--repeats", type=int, default=12)
     p.add_argument("--threads", type=int, default=1)

@@ -18,7 +18,7 @@ class ProbeConfig:
     # What to run on
     experiment: str = field(default="e1", metadata={"help": f"one of {EXPERIMENTS}"})
     model: str = field(
-        default="builtin:arith-mini", metadata={"help": "model path, hub id or builtin:<name>"}
+        default="builtin:arith-mini-v3", metadata={"help": "model path, hub id or builtin:<name>"}
     )
     out: str = field(
         default="runs/probes", metadata={"help": "output directory (a sub-folder per experiment)"}

@@ -96,6 +96,18 @@ def train_direct(
     return model
 
 
+def _fit_predict(model, train: dict, test: dict):
+    """Fit one neuralforecast model on the interpolated training histories; its test predictions and the
+    (series, channels) counts to unstack them."""
+    from neuralforecast import NeuralForecast
+
+    nf = NeuralForecast(models=[model], freq=1)
+    nf.fit(_long_frame(interpolate_history(train["hist"], train["t_hist"]), train["target"], "tr"))
+    pred = nf.predict(df=_long_frame(interpolate_history(test["hist"], test["t_hist"]), None, "te"))
+    n, _, c = test["hist"].shape
+    return pred, n, c
+
+
 def _long_frame(hist: torch.Tensor, target: torch.Tensor | None, prefix: str):
     """neuralforecast's long format: one univariate series per (series, channel), integer time stamps."""
     import pandas as pd
@@ -129,7 +141,6 @@ def deepar_forecast(
     """neuralforecast DeepAR (Gaussian likelihood, LSTM) on linearly interpolated histories, one
     univariate series per channel. Returns an ensemble (S, N, H, C) of its S forecast quantiles at levels
     (m + 0.5) / S, a probabilistic forecast that the ensemble CRPS scores like samples."""
-    from neuralforecast import NeuralForecast
     from neuralforecast.losses.pytorch import DistributionLoss
     from neuralforecast.models import DeepAR
 
@@ -149,17 +160,13 @@ def deepar_forecast(
         logger=False,
         accelerator="cpu",
     )
-    nf = NeuralForecast(models=[model], freq=1)
-    nf.fit(_long_frame(interpolate_history(train["hist"], train["t_hist"]), train["target"], "tr"))
-    pred = nf.predict(df=_long_frame(interpolate_history(test["hist"], test["t_hist"]), None, "te"))
-    n, _, c = test["hist"].shape
+    pred, n, c = _fit_predict(model, train, test)
     cols = [f"DeepAR-lo-{lv}" for lv in levels] + [f"DeepAR-hi-{lv}" for lv in reversed(levels)]
     return torch.from_numpy(np.stack([_unstack(pred, col, n, h, c) for col in cols]))
 
 
 def dlinear_forecast(train: dict, test: dict, max_steps: int, seed: int = 0) -> torch.Tensor:
     """neuralforecast DLinear on linearly interpolated histories, one univariate series per channel."""
-    from neuralforecast import NeuralForecast
     from neuralforecast.models import DLinear
 
     h, history = test["t_query"].shape[1], test["hist"].shape[1]
@@ -173,10 +180,7 @@ def dlinear_forecast(train: dict, test: dict, max_steps: int, seed: int = 0) -> 
         logger=False,
         accelerator="cpu",
     )
-    nf = NeuralForecast(models=[model], freq=1)
-    nf.fit(_long_frame(interpolate_history(train["hist"], train["t_hist"]), train["target"], "tr"))
-    pred = nf.predict(df=_long_frame(interpolate_history(test["hist"], test["t_hist"]), None, "te"))
-    n, _, c = test["hist"].shape
+    pred, n, c = _fit_predict(model, train, test)
     return torch.from_numpy(_unstack(pred, "DLinear", n, h, c))
 
 

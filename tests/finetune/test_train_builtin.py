@@ -89,15 +89,22 @@ def test_packed_batches_are_deterministic_and_masked(tmp_path):
 
 def test_every_shipped_recipe_loads():
     """Each built-in-model YAML under finetune/recipes/ (sub-folders too; `*latent*` recipes belong to
-    finetune.latent_align) loads into BuiltinConfig; it opens with its command."""
+    finetune.latent_align) opens with its command and loads into that command's config: BuiltinConfig
+    (train_builtin, from scratch) or MasTrainConfig (train_mas, multi-agent fine-tuning)."""
+    from finetune.train_mas import MasTrainConfig
+    from latentworks.args import config_from_file
+
     files = sorted(f for f in RECIPES.rglob("*.yaml") if "latent" not in f.name)
-    assert len(files) == 1, files
+    assert [f.name for f in files] == ["arith-mini-v3.yaml", "arith-mini-v4.yaml"], files
     for f in files:
-        cfg = tb.load_config(f)
-        assert cfg.name == f.stem
-        assert f.read_text().startswith(
-            f"# python -m finetune.train_builtin --config finetune/recipes/{f.name}"
-        )
+        first = f.read_text().splitlines()[0]
+        assert first.endswith(f"--config finetune/recipes/{f.name}"), first
+        if first.startswith("# python -m finetune.train_builtin "):
+            assert tb.load_config(f).name == f.stem
+        else:
+            assert first.startswith("# python -m finetune.train_mas ")
+            cfg = config_from_file(MasTrainConfig, f)
+            assert f.stem.startswith(cfg.name) and cfg.base.startswith("builtin:")
 
 
 def test_bad_config_raises():

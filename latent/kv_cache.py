@@ -10,8 +10,6 @@ and `get_seq_length`, which exist unchanged across that range.
 
 from __future__ import annotations
 
-import copy
-
 import torch
 from transformers import DynamicCache, PreTrainedModel
 from transformers.cache_utils import Cache, DynamicLayer
@@ -118,8 +116,13 @@ def cache_from_tensors(
 
 
 def copy_cache(cache: DynamicCache) -> DynamicCache:
-    """A deep copy: appending to the copy never changes the original (prefix sharing)."""
-    return copy.deepcopy(cache)
+    """An independent copy: appending to it never changes the original (prefix sharing). Each layer's
+    filled positions are copied once into a fresh `GrowingCache` (no spare room is copied); with autograd
+    recording the copy is a concatenation, so gradients still flow back to whatever produced `cache`."""
+    out = GrowingCache()
+    for idx, (keys, values) in enumerate(layer_tensors(cache)):
+        out.update(keys, values, idx)
+    return out
 
 
 def select_positions(model: PreTrainedModel, cache: DynamicCache, index: torch.Tensor) -> DynamicCache:

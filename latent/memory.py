@@ -90,8 +90,7 @@ class WorkingMemory:
         model = model or self.model
         embeds = model.embed(input_ids)
         if self.grad:
-            st = model.clone_state(state) if state is not None else None
-            _, new = model.forward_embeds(embeds, attention_mask, st)
+            _, new = model.forward_embeds(embeds, attention_mask, state.copy() if state is not None else None)
         else:
             new = model.prefill(inputs_embeds=embeds, attention_mask=attention_mask, state=state)
         seg = Segment(agent, kind, embeds, attention_mask.to(embeds.device), token_ids=input_ids)
@@ -144,7 +143,7 @@ class WorkingMemory:
             return None
         for placed in reversed(self._placed):  # newest first: the longest reusable prefix
             if list(placed.layout) == context:
-                return self.model.clone_state(placed.state) if self.grad else placed.state.copy()
+                return placed.state.copy()
         for placed in reversed(self._placed):
             if all(s in placed.layout for s in context) and self._in_order(placed, context):
                 idx = torch.cat([torch.arange(*placed.layout[s]) for s in context])

@@ -19,7 +19,7 @@ from torch import nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from latent.hooks import Activations, capture_layers, steer_layer
-from latent.kv_cache import cache_from_tensors, layer_tensors, new_cache
+from latent.kv_cache import new_cache
 from latent.masks import positional_masks, window_spec
 from latent.realign import Aligner, Realigner
 from latent.state import LatentState
@@ -331,22 +331,9 @@ class LatentModel:
         carry gradients back into the aligner (an `nn.Module` such as `LinearAligner`), any trainable
         weights of the model (e.g. LoRA) and whatever produced `state`. Used by latent-aware fine-tuning;
         the input state is left unchanged."""
-        st = self.clone_state(state)
+        st = state.copy()
         with torch.enable_grad():
             return self._think(st, steps, aligner, return_hidden)
-
-    def clone_state(self, state: LatentState) -> LatentState:
-        """An independent copy of `state` that keeps autograd history (`LatentState.copy` deep-copies,
-        which tensors inside a graph refuse): appending to the copy leaves `state` unchanged, and
-        gradients still flow back through it to whatever produced `state`."""
-        src = layer_tensors(state.cache)
-        return LatentState(
-            cache=cache_from_tensors(self._hf, [(k.clone(), v.clone()) for k, v in src]),
-            attention_mask=state.attention_mask.clone(),
-            last_hidden=state.last_hidden.clone(),
-            next_position=state.next_position.clone(),
-            positions=None if state.positions is None else state.positions.clone(),
-        )
 
     def _think(
         self, st: LatentState, steps: int, aligner: Aligner | None, return_hidden: bool

@@ -44,11 +44,6 @@ logger = logging.getLogger(__name__)
 
 IGNORE_INDEX = -100
 GRAPH_NAMES = ("sequential", "hierarchical")
-# Upstream agent names a text draft is credited to (the names text_mas writes into the context).
-_UPSTREAM = {
-    "sequential": ("planner", "critic", "refiner"),
-    "hierarchical": ("math_expert", "science_expert", "code_expert"),
-}
 
 
 @dataclass
@@ -167,7 +162,10 @@ class MasCollator:
     """Row indices -> one batch, text or latent (decided per batch, deterministic in the first index)."""
 
     def __init__(self, cfg: MasTrainConfig, tokenizer, prompts) -> None:
+        from agents import Graph
+
         self.cfg, self.tok, self.prompts = cfg, tokenizer, prompts
+        self.graphs = {name: Graph.resolve(name) for name in cfg.graphs}
         self.step = 0  # the Trainer's optimizer step, kept current by `CurriculumCallback`
 
     def _ids(self, msgs: list[dict], solution: str) -> tuple[list[int], list[int]]:
@@ -183,14 +181,15 @@ class MasCollator:
         problems = [_problem(cfg, i) for i in idx]
         latent = rng.random() < cfg.latent_frac
         graph = rng.choice(cfg.graphs)
+        g = self.graphs[graph]
+        upstream = tuple(name for name in g.order() if name != g.final)  # who a text draft is credited to
         seqs = []
         for p in problems:
             if latent:
-                final = "judger" if graph == "sequential" else "summarizer"
-                msgs = self.prompts.messages(final, p.question)
+                msgs = self.prompts.messages(g.agent(g.final).role, p.question)
             else:
                 role = rng.choice(sorted(ROLE_SYSTEM_PROMPTS))
-                msgs = self.prompts.messages(role, p.question, _drafts(cfg, p, rng, _UPSTREAM[graph]))
+                msgs = self.prompts.messages(role, p.question, _drafts(cfg, p, rng, upstream))
             seqs.append(self._ids(msgs, p.solution))
         ids, mask, labels = _left_pad(seqs, int(self.tok.pad_token_id))
         batch = {"input_ids": ids, "attention_mask": mask, "labels": labels}
@@ -372,18 +371,20 @@ def evaluate(cfg: MasTrainConfig, model_path: str) -> list[dict]:
     return rows
 
 
-def export(cfg: MasTrainConfig, lm, base_dir: Path) -> Path:
+def export(cfg: MasTrainConfig, lm) -> Path:
     """Save weights, tokenizer and configs as a loadable model directory with the longer context."""
     out = cfg.export_path
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
-    lm.model.config.max_position_embeddings = cfg.context_length
     lm.model.config.use_cache = True  # the Trainer turns it off while training
     lm.model.save_pretrained(tmp, safe_serialization=True)
     lm.tokenizer.save_pretrained(tmp)
-    if out.exists():
-        shutil.rmtree(out)
+    old = out.with_name(out.name + ".old")
+    if out.exists():  # the previous export stays whole until the new one is in place
+        shutil.rmtree(old, ignore_errors=True)
+        out.rename(old)
     tmp.rename(out)
+    shutil.rmtree(old, ignore_errors=True)
     return out
 
 
@@ -439,7 +440,7 @@ def _load_base(cfg: MasTrainConfig):
 
     lm = load_model(cfg.base, device="cpu" if not torch.cuda.is_available() else None)
     lm.model.config.max_position_embeddings = cfg.context_length
-    return LatentModel(lm.model, lm.tokenizer), lm.model.config._name_or_path
+    return LatentModel(lm.model, lm.tokenizer)
 
 
 def _command(cfg: MasTrainConfig, recipe: str | None) -> str:
@@ -452,11 +453,11 @@ def train_and_export(cfg: MasTrainConfig, recipe: str | None = None) -> dict:
     torch.manual_seed(cfg.seed)
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    lm, base_path = _load_base(cfg)
+    lm = _load_base(cfg)
     t0 = time.perf_counter()
     log, steps = train(cfg, lm)
     train_s = time.perf_counter() - t0
-    path = export(cfg, lm, Path(base_path))
+    path = export(cfg, lm)
     (out / "loss_log.json").write_text(json.dumps(log, indent=2))
     plot_loss(log, path / "loss_curve.png")
     t0 = time.perf_counter()
@@ -475,7 +476,6 @@ def _card(cfg, lm, path: Path, recipe, log, steps, train_s, eval_s, solver, rows
 
     n_params = sum(p.numel() for p in lm.model.parameters())
     size = sum(f.stat().st_size for f in path.iterdir() if f.is_file())
-    tokens = steps * cfg.batch_size  # problems seen; token counts vary with the graph
     return {
         "name": cfg.name,
         "version": cfg.version,
@@ -498,7 +498,7 @@ def _card(cfg, lm, path: Path, recipe, log, steps, train_s, eval_s, solver, rows
         "seed": cfg.seed,
         "train_command": _command(cfg, recipe),
         "steps": steps,
-        "problems_seen": tokens,
+        "problems_seen": steps * cfg.batch_size,
         "tokens_seen": None,  # sequences vary with the graph; `problems_seen` counts the data
         "wall_time_s": round(train_s, 1),
         "eval_time_s": round(eval_s, 1),

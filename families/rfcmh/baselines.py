@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from .config import RFCMHConfig
-from .model import RFCMH, _check_pair
+from .model import RFCMH, _check_pair, epoch_batches
 
 
 def train_supervised_hashing(
@@ -39,11 +39,7 @@ def train_supervised_hashing(
     opt = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     gen = torch.Generator().manual_seed(config.seed)
     for _ in range(config.epochs):
-        perm = torch.randperm(len(x1), generator=gen)
-        for start in range(0, len(x1), config.batch_size):
-            idx = perm[start : start + config.batch_size]
-            if len(idx) < 2:
-                continue
+        for idx in epoch_batches(len(x1), config.batch_size, gen):
             z1, z2, y = model.represent(x1[idx], 0), model.represent(x2[idx], 1), labels[idx]
             if loss_fn is not None:
                 loss = loss_fn(torch.cat([z1, z2]), torch.cat([y, y]))

@@ -202,6 +202,14 @@ def _check_pair(x1: torch.Tensor, x2: torch.Tensor, labels: torch.Tensor, num_cl
         raise ValueError(f"`labels` must lie in [0, {num_classes}); set `num_classes` to match the data.")
 
 
+def epoch_batches(n: int, batch_size: int, gen: torch.Generator) -> list[torch.Tensor]:
+    """One epoch's shuffled index batches (one `randperm` draw from `gen`); a last batch of fewer than two
+    rows is dropped, since every loss here contrasts rows within a batch."""
+    perm = torch.randperm(n, generator=gen)
+    batches = [perm[start : start + batch_size] for start in range(0, n, batch_size)]
+    return [idx for idx in batches if len(idx) >= 2]
+
+
 def train_rfcmh(config: RFCMHConfig, x1: torch.Tensor, x2: torch.Tensor, labels: torch.Tensor) -> RFCMH:
     """Algorithm 1: warm-up with L_FAR + alpha L_intra, then L_FAR-dagger + alpha (L_intra + L_inter)."""
     _check_pair(x1, x2, labels, config.num_classes)
@@ -209,13 +217,8 @@ def train_rfcmh(config: RFCMHConfig, x1: torch.Tensor, x2: torch.Tensor, labels:
     model = RFCMH(config, (x1.shape[1], x2.shape[1]))
     opt = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     gen = torch.Generator().manual_seed(config.seed)
-    n = len(x1)
     for epoch in range(1, config.epochs + 1):
-        perm = torch.randperm(n, generator=gen)
-        for start in range(0, n, config.batch_size):
-            idx = perm[start : start + config.batch_size]
-            if len(idx) < 2:
-                continue
+        for idx in epoch_batches(len(x1), config.batch_size, gen):
             loss = _batch_loss(model, x1[idx], x2[idx], labels[idx], warmup=epoch <= config.warmup_epochs)
             opt.zero_grad()
             loss.backward()

@@ -19,7 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .config import RFCMHConfig
-from .model import RFCMH, _check_pair, q_surrogate
+from .model import RFCMH, _check_pair, epoch_batches, q_surrogate
 
 
 class ClassCentres(nn.Module):
@@ -75,11 +75,7 @@ def train_rshnl(
     opt = torch.optim.Adam([*model.parameters(), *centres.parameters()], lr=config.lr)
     gen = torch.Generator().manual_seed(config.seed)
     for epoch in range(config.epochs):
-        perm = torch.randperm(len(x1), generator=gen)
-        for start in range(0, len(x1), config.batch_size):
-            idx = perm[start : start + config.batch_size]
-            if len(idx) < 2:
-                continue
+        for idx in epoch_batches(len(x1), config.batch_size, gen):
             z1, z2 = model.represent(x1[idx], 0), model.represent(x2[idx], 1)
             term = _rshnl_sample_loss(z1, z2, centres(), labels[idx], config.q)
             if epoch >= config.warmup_epochs:  # self-paced: easy (low-loss) samples first, hard ones dropped
@@ -154,11 +150,7 @@ def train_scbch(
         if epoch >= config.warmup_epochs:
             with torch.no_grad():
                 weights = scbch_clean_weights(model.represent(x1, 0), model.represent(x2, 1), onehot, k)
-        perm = torch.randperm(len(x1), generator=gen)
-        for start in range(0, len(x1), config.batch_size):
-            idx = perm[start : start + config.batch_size]
-            if len(idx) < 2:
-                continue
+        for idx in epoch_batches(len(x1), config.batch_size, gen):
             u, v, y = model.represent(x1[idx], 0), model.represent(x2[idx], 1), onehot[idx]
             same = (y @ y.T > 0).float()  # Jaccard overlap of one-hot labels: 1 if same class
             cls = 0.5 * sum(

@@ -14,7 +14,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
     submod_attrs={
         "config": ["DEFAULT_LATENT_STEPS", "METHODS", "RunConfig"],
         "graph": ["Agent", "Edge", "Graph", "HANDOFF_MODES"],
-        "latentmas": ["final_agent_view", "run"],
+        "latentmas": ["final_agent_view", "question_in_memory", "run"],
         "prompts": ["PromptSet"],
         "results": ["AgentStats", "Result"],
     },

@@ -36,6 +36,7 @@ __all__ = [
     "AgentStep",
     "RunConfig",
     "final_agent_view",
+    "question_in_memory",
     "resolve_models",
     "run",
 ]
@@ -175,7 +176,7 @@ def _run_batch(
     steps = []
     for name in order:
         step = _read_incoming(g, models, name, cfg, batch)
-        _write_prompt(step, cfg, prompts, batch)
+        _write_prompt(step, cfg, prompts, batch, question_in_memory(g, name, cfg.method))
         outgoing = [e for e in g.edges if e.src == name]
         if name == g.final or cfg.method == "text_mas" or any(e.mode == "text" for e in outgoing):
             _decode(step, outgoing, cfg, gen, decoder if name == g.final else None, name == g.final, batch)
@@ -211,15 +212,22 @@ def final_agent_view(
     for name in g.order():
         step = _read_incoming(g, models, name, config, batch)
         if name == g.final:
-            msgs = [prompts.messages(step.role, q, step.context[r]) for r, q in enumerate(questions)]
+            again = question_in_memory(g, name, config.method)
+            msgs = [prompts.messages(step.role, q, step.context[r], again) for r, q in enumerate(questions)]
             return msgs, batch.memory.state_for(step.visible, step.model)
         if any(e.mode == "text" for e in g.edges if e.src == name):
             raise ValueError(f"agent {name!r} hands on text: `final_agent_view` needs kv/latent edges only.")
-        _write_prompt(step, config, prompts, batch)
+        _write_prompt(step, config, prompts, batch, question_in_memory(g, name, config.method))
         if config.latent_steps > 0:
             _think(step, config, batch)
         _finish(step, batch)
     raise AssertionError("the final agent is always in the order")
+
+
+def question_in_memory(graph: Graph, name: str, method: str) -> bool:
+    """True when agent `name` reads an upstream prompt from the latent memory (an incoming `kv` edge
+    under latent_mas): the question is then already in what it reads."""
+    return method == "latent_mas" and any(e.mode == "kv" for e in graph.incoming(name))
 
 
 def _reads_text(edge: Edge, cfg: RunConfig) -> bool:
@@ -243,9 +251,11 @@ def _read_incoming(
     return AgentStep(name, role, models[name], stats, context, sorted(visible))
 
 
-def _write_prompt(step: AgentStep, cfg: RunConfig, prompts: PromptSet, batch: _Batch) -> None:
+def _write_prompt(
+    step: AgentStep, cfg: RunConfig, prompts: PromptSet, batch: _Batch, in_memory: bool = False
+) -> None:
     """Step 2: the agent's own prompt, written after the memory it reads (latent_mas) or alone."""
-    msgs = [prompts.messages(step.role, q, step.context[r]) for r, q in enumerate(batch.questions)]
+    msgs = [prompts.messages(step.role, q, step.context[r], in_memory) for r, q in enumerate(batch.questions)]
     enc = step.model.encode(msgs)
     state = batch.memory.state_for(step.visible, step.model) if cfg.method == "latent_mas" else None
     if state is not None:

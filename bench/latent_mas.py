@@ -2,6 +2,7 @@
 
     python bench/latent_mas.py                       # 100 held-out problems, both graphs
     python bench/latent_mas.py --limit 200 --sweep 0,5,20,40
+    python bench/latent_mas.py --prompt-sets default,compact   # latent_mas also without re-reading the question
     python bench/latent_mas.py --model smollm2-135m-instruct --task "rg:chain_sum?min_terms=2&max_terms=2&max_digits=1"
 
 Runs through the same resumable harness as `latentworks eval` (results under --out), then prints one
@@ -17,7 +18,7 @@ import argparse
 import platform
 
 from agents.config import RunConfig
-from eval.report import load_results, summarize
+from eval.report import load_results, summarize, time_ratio_spread
 from eval.runner import EvalConfig, evaluate
 
 
@@ -36,6 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--graphs", default="sequential,hierarchical")
     p.add_argument("--latent-steps", type=int, default=None, help="default: agents.DEFAULT_LATENT_STEPS")
     p.add_argument("--sweep", default="", help="extra latent_mas runs at these latent steps, e.g. 0,5,40")
+    p.add_argument(
+        "--prompt-sets",
+        default="default",
+        help="prompt sets, e.g. default,compact: the first for every method, the others for extra latent_mas "
+        "rows (single and text_mas prompts are the same in every set)",
+    )
     p.add_argument("--max-new-tokens", type=int, default=96)
     p.add_argument("--batch-size", type=int, default=25)
     p.add_argument("--out", default="runs/bench_latent_mas")
@@ -44,11 +51,15 @@ def main(argv: list[str] | None = None) -> int:
     from agents import DEFAULT_LATENT_STEPS
 
     steps = DEFAULT_LATENT_STEPS if args.latent_steps is None else args.latent_steps
-    rows = []
+    rows, spreads = [], {}
+    sets = [s.strip() for s in args.prompt_sets.split(",") if s.strip()]
     for graph in args.graphs.split(","):
-        runs = [("single,text_mas,latent_mas", steps)]
-        runs += [("latent_mas", int(s)) for s in args.sweep.split(",") if s.strip() and int(s) != steps]
-        for methods, k in runs:
+        runs = [("single,text_mas,latent_mas", steps, sets[0])]
+        runs += [("latent_mas", steps, ps) for ps in sets[1:]]
+        runs += [
+            ("latent_mas", int(s), sets[0]) for s in args.sweep.split(",") if s.strip() and int(s) != steps
+        ]
+        for methods, k, prompts in runs:
             cfg = EvalConfig(
                 model=args.model,
                 task=args.task,
@@ -60,39 +71,58 @@ def main(argv: list[str] | None = None) -> int:
                     max_new_tokens=args.max_new_tokens,
                     batch_size=args.batch_size,
                     threads=args.threads,
+                    prompts=prompts,
                 ),
-                out=f"{args.out}/{_slug(args.task)}-{graph}-{methods.replace(',', '_')}-k{k}",
+                out=f"{args.out}/{_slug(args.task)}-{graph}-{methods.replace(',', '_')}-k{k}"
+                + ("" if prompts == "default" else f"-{_slug(prompts)}"),
                 resume=True,
             )
             out = evaluate(cfg)
-            for r in summarize(load_results(out)):
-                rows.append({**r, "graph": graph, "k": k if r["method"] == "latent_mas" else None})
+            records = load_results(out)
+            if "text_mas" in methods:  # interleaved with latent_mas batch by batch: a side-by-side spread
+                spreads[graph] = time_ratio_spread(records)
+            for r in summarize(records):
+                latent = r["method"] == "latent_mas"
+                rows.append({**r, "graph": graph, "k": k if latent else None, "prompts": prompts})
     print(
         f"model {args.model}, task {args.task}, {args.limit} problems, greedy, "
         f"max {args.max_new_tokens} new tokens per decoding agent, {platform.processor() or platform.machine()}"
     )
     print()
     print(
-        f"| {'graph':<12} | {'method':<15} | {'accuracy':>8} | {'95% CI':>13} | {'out tokens':>10} | {'s/item':>7} |"
+        f"| {'graph':<12} | {'method':<15} | {'prompts':<8} | {'accuracy':>8} | {'95% CI':>13} | "
+        f"{'out tokens':>10} | {'s/item':>7} |"
     )
-    print("|" + "|".join("-" * w for w in (14, 17, 10, 15, 12, 9)) + "|")
+    print("|" + "|".join("-" * w for w in (14, 17, 10, 10, 15, 12, 9)) + "|")
     for r in rows:
         name = r["method"] + (f" (k={r['k']})" if r["k"] is not None else "")
         ci = f"{r['ci_low']:.1%}-{r['ci_high']:.1%}"
         print(
-            f"| {r['graph']:<12} | {name:<15} | {r['accuracy']:>8.1%} | {ci:>13} | {r['output_tokens']:>10.1f} | "
-            f"{r['seconds_per_item']:>7.3f} |"
+            f"| {r['graph']:<12} | {name:<15} | {r['prompts']:<8} | {r['accuracy']:>8.1%} | {ci:>13} | "
+            f"{r['output_tokens']:>10.1f} | {r['seconds_per_item']:>7.3f} |"
         )
     print()
     for graph in args.graphs.split(","):
-        by = {r["method"]: r for r in rows if r["graph"] == graph and r["k"] in (None, steps)}
-        if "text_mas" in by and "latent_mas" in by:
-            t, lat = by["text_mas"], by["latent_mas"]
+        base = {r["method"]: r for r in rows if r["graph"] == graph and r["method"] != "latent_mas"}
+        for lat in (
+            r for r in rows if r["graph"] == graph and r["method"] == "latent_mas" and r["k"] == steps
+        ):
+            if "text_mas" not in base:
+                continue
+            t = base["text_mas"]
+            spread = spreads.get(graph) if lat["prompts"] == sets[0] else None
+            side = (
+                f" (per batch, side by side: median {spread['median']:.2f}x, "
+                f"{spread['min']:.2f}-{spread['max']:.2f}x over {spread['batches']} batches)"
+                if spread
+                else " (separate run)"
+            )
             print(
-                f"{graph}: text_mas/latent_mas time {t['seconds_per_item'] / lat['seconds_per_item']:.2f}x, "
+                f"{graph} ({lat['prompts']} prompts): text_mas/latent_mas time "
+                f"{t['seconds_per_item'] / lat['seconds_per_item']:.2f}x{side}, "
                 f"latent_mas {1 - lat['output_tokens'] / t['output_tokens']:.1%} fewer output tokens, "
                 f"accuracy {lat['accuracy'] - t['accuracy']:+.1%} points vs text_mas, "
-                f"{lat['accuracy'] - by['single']['accuracy']:+.1%} vs single"
+                f"{lat['accuracy'] - base['single']['accuracy']:+.1%} vs single"
             )
     return 0
 

@@ -26,6 +26,13 @@ class DemoConfig:
         default=BUILTIN_LATENT_STEPS,
         metadata={"help": "latent thoughts per agent (the built-in model was trained with 4)"},
     )
+    prompts: str = field(
+        default="compact",
+        metadata={
+            "help": "prompt set: compact (latent_mas agents that read the memory are not given the question "
+            "again; the built-in model was trained on both) or default (every agent re-reads it, as in the paper)"
+        },
+    )
     max_new_tokens: int = field(default=96, metadata={"help": "decode budget per decoding agent"})
     threads: int | None = field(default_factory=default_threads, metadata={"help": "torch CPU threads"})
     out: str | None = field(default=None, metadata={"help": "output directory (default: runs/demo-<time>)"})
@@ -37,6 +44,7 @@ class DemoConfig:
             max_new_tokens=self.max_new_tokens,
             batch_size=16,
             threads=self.threads,
+            prompts=self.prompts,
         )
         out = self.out or time.strftime("runs/demo-%Y%m%d-%H%M%S")
         return EvalConfig(

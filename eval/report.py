@@ -205,7 +205,8 @@ def print_report(out: str | Path) -> str:
     ident = manifest.get("identity", {})
     head = (
         f"model {ident.get('model')} | task {ident.get('task')} | graph {ident.get('graph')} | "
-        f"latent steps {ident.get('latent_steps')} | max new tokens {ident.get('max_new_tokens')}"
+        f"latent steps {ident.get('latent_steps')} | max new tokens {ident.get('max_new_tokens')} | "
+        f"prompts {ident.get('prompts', 'default')}"
     )
     table = format_table(rows, time_ratio_spread(records))
     print(head)

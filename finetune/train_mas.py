@@ -70,6 +70,10 @@ class MasTrainConfig:
         default=0.5, metadata={"help": "fraction of the steps spent ramping through the curriculum"}
     )
     latent_frac: float = field(default=0.5, metadata={"help": "fraction of batches that are latent"})
+    prompt_sets: list[str] = field(
+        default_factory=lambda: ["default"],
+        metadata={"help": "prompt sets latent batches draw from (e.g. default, compact)"},
+    )
     max_drafts: int = field(default=3, metadata={"help": "most upstream text drafts in a text sample"})
     wrong_draft_frac: float = field(default=0.4, metadata={"help": "share of drafts that are wrong"})
     hint_frac: float = field(default=0.2, metadata={"help": "share of drafts that are an operation plan"})
@@ -95,6 +99,8 @@ class MasTrainConfig:
         bad = sorted(set(self.graphs) - set(GRAPH_NAMES))
         if bad or not self.graphs:
             problems.append(f"`graphs` must be a non-empty subset of {GRAPH_NAMES}, got {self.graphs}")
+        if not self.prompt_sets:
+            problems.append("`prompt_sets` must name at least one prompt set (e.g. [default])")
         if not self.latent_curriculum or any(k < 1 for k in self.latent_curriculum):
             problems.append(f"`latent_curriculum` must be integers >= 1, got {self.latent_curriculum}")
         elif self.latent_curriculum[-1] != self.latent_steps:
@@ -161,10 +167,22 @@ def _drafts(cfg: MasTrainConfig, problem: ArithProblem, rng: random.Random, upst
 class MasCollator:
     """Row indices -> one batch, text or latent (decided per batch, deterministic in the first index)."""
 
-    def __init__(self, cfg: MasTrainConfig, tokenizer, prompts) -> None:
-        from agents import Graph
+    def __init__(self, cfg: MasTrainConfig, tokenizer) -> None:
+        from agents import Graph, PromptSet
 
-        self.cfg, self.tok, self.prompts = cfg, tokenizer, prompts
+        self.cfg, self.tok = cfg, tokenizer
+        self.prompt_sets = {name: PromptSet.load(name) for name in cfg.prompt_sets}
+        self.prompts = self.prompt_sets[cfg.prompt_sets[0]]
+        for name, ps in self.prompt_sets.items():  # text batches use the first set: the others must agree
+            if (ps.system, ps.user, ps.user_with_context) != (
+                self.prompts.system,
+                self.prompts.user,
+                self.prompts.user_with_context,
+            ):
+                raise ValueError(
+                    f"prompt set {name!r} differs from {cfg.prompt_sets[0]!r} outside `user_in_memory`: "
+                    "text batches could not match both. Train the sets separately."
+                )
         self.graphs = {name: Graph.resolve(name) for name in cfg.graphs}
         self.step = 0  # the Trainer's optimizer step, kept current by `CurriculumCallback`
 
@@ -175,6 +193,8 @@ class MasCollator:
         return p + c, [IGNORE_INDEX] * len(p) + c
 
     def __call__(self, rows: list[dict]) -> dict:
+        from agents import question_in_memory
+
         cfg = self.cfg
         idx = [int(r["idx"]) for r in rows]
         rng = random.Random(f"mas-batch|{cfg.seed}|{idx[0]}")
@@ -182,11 +202,17 @@ class MasCollator:
         latent = rng.random() < cfg.latent_frac
         graph = rng.choice(cfg.graphs)
         g = self.graphs[graph]
+        prompt_set = cfg.prompt_sets[0]
+        if latent and len(cfg.prompt_sets) > 1:
+            prompt_set = rng.choice(cfg.prompt_sets)
+        again = question_in_memory(g, g.final, "latent_mas")
         upstream = tuple(name for name in g.order() if name != g.final)  # who a text draft is credited to
         seqs = []
         for p in problems:
             if latent:
-                msgs = self.prompts.messages(g.agent(g.final).role, p.question)
+                msgs = self.prompt_sets[prompt_set].messages(
+                    g.agent(g.final).role, p.question, question_in_memory=again
+                )
             else:
                 role = rng.choice(sorted(ROLE_SYSTEM_PROMPTS))
                 msgs = self.prompts.messages(role, p.question, _drafts(cfg, p, rng, upstream))
@@ -195,7 +221,10 @@ class MasCollator:
         batch = {"input_ids": ids, "attention_mask": mask, "labels": labels}
         if latent:
             batch.update(
-                questions=[p.question for p in problems], graph=graph, thoughts=cfg.thoughts_at(self.step)
+                questions=[p.question for p in problems],
+                graph=graph,
+                thoughts=cfg.thoughts_at(self.step),
+                prompts=prompt_set,
             )
         return batch
 
@@ -215,12 +244,12 @@ def _left_pad(seqs: list[tuple[list[int], list[int]]], pad: int):
 # ----------------------------------------------------------------------------- the trained path
 
 
-def memory_state(lm, questions: list[str], graph: str, thoughts: int):
+def memory_state(lm, questions: list[str], graph: str, thoughts: int, prompts: str = "default"):
     """The state the final agent of `graph` reads under latent_mas, built with gradients."""
     from agents import RunConfig, final_agent_view
     from latent.memory import WorkingMemory
 
-    run = RunConfig(method="latent_mas", latent_steps=thoughts, threads=None)
+    run = RunConfig(method="latent_mas", latent_steps=thoughts, threads=None, prompts=prompts)
     _, state = final_agent_view(graph, lm, questions, run, WorkingMemory(lm, grad=True))
     return state
 
@@ -229,7 +258,9 @@ def mas_loss(lm, batch: dict) -> torch.Tensor:
     """Cross-entropy on the assistant tokens of a text batch, or of the final agent after the latent_mas
     memory of its graph for a latent batch (gradients through every latent thought)."""
     questions = batch.get("questions")
-    state = memory_state(lm, questions, batch["graph"], int(batch["thoughts"])) if questions else None
+    state = None
+    if questions:
+        state = memory_state(lm, questions, batch["graph"], int(batch["thoughts"]), batch["prompts"])
     hidden, _ = lm.forward_embeds(lm.embed(batch["input_ids"]), batch["attention_mask"], state)
     logits = lm.logits(hidden)
     return nn.functional.cross_entropy(
@@ -287,11 +318,9 @@ def train(cfg: MasTrainConfig, lm) -> tuple[list[dict], int]:
     from datasets import Dataset
     from transformers import TrainingArguments
 
-    from agents import PromptSet
-
     for p in lm.model.parameters():
         p.requires_grad_(True)
-    collator = MasCollator(cfg, lm.tokenizer, PromptSet.load("default"))
+    collator = MasCollator(cfg, lm.tokenizer)
     data = Dataset.from_dict({"idx": list(range(cfg.max_steps * cfg.batch_size))})
     args = TrainingArguments(
         output_dir=str(Path(cfg.out_dir) / "trainer"),
@@ -340,14 +369,17 @@ def evaluate(cfg: MasTrainConfig, model_path: str) -> list[dict]:
     problems = make_problems(cfg.eval_n, seed=cfg.eval_seed, split="heldout")
     questions = [p.question for p in problems]
     rows = []
+    runs = [(m, cfg.prompt_sets[0]) for m in agents.METHODS]
+    runs += [("latent_mas", ps) for ps in cfg.prompt_sets[1:]]  # the only method the sets change
     for graph in cfg.graphs:
-        for method in agents.METHODS:
+        for method, prompts in runs:
             run = agents.RunConfig(
                 method=method,
                 latent_steps=cfg.latent_steps,
                 max_new_tokens=cfg.max_new_tokens,
                 batch_size=16,
                 threads=cfg.threads,
+                prompts=prompts,
             )
             t0 = time.perf_counter()
             res = agents.run(graph, lm, questions, config=run)
@@ -359,6 +391,7 @@ def evaluate(cfg: MasTrainConfig, model_path: str) -> list[dict]:
                 {
                     "graph": graph,
                     "method": method,
+                    "prompts": prompts,
                     "correct": ok,
                     "n": len(problems),
                     "acc": ok / len(problems),
@@ -391,12 +424,13 @@ def export(cfg: MasTrainConfig, lm) -> Path:
 def table(rows: list[dict]) -> str:
     """Markdown table of `evaluate` rows."""
     lines = [
-        "| graph | method | accuracy | 95% CI | output tokens | wall s |",
-        "|---|---|---:|---:|---:|---:|",
+        "| graph | method | prompts | accuracy | 95% CI | output tokens | wall s |",
+        "|---|---|---|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
-            f"| {r['graph']} | {r['method']} | {r['correct']}/{r['n']} ({100 * r['acc']:.1f}%) | "
+            f"| {r['graph']} | {r['method']} | {r.get('prompts', 'default')} | "
+            f"{r['correct']}/{r['n']} ({100 * r['acc']:.1f}%) | "
             f"{100 * r['ci'][0]:.1f}-{100 * r['ci'][1]:.1f}% | {r['output_tokens']} | {r['wall_s']:.1f} |"
         )
     return "\n".join(lines)
@@ -515,12 +549,26 @@ def model_card_markdown(card: dict) -> str:
     c = card["config"]
     mas = table(card["mas_eval"]) if card["mas_eval"] else "(no multi-agent evaluation: eval_n = 0)"
     by = "\n".join(f"| {k} | {v:.1%} |" for k, v in card["heldout_accuracy_by_steps"].items())
+    older = ", ".join(f"`builtin:{card['name']}-v{v}`" for v in range(card["version"] - 1, 2, -1))
+    stages = c["latent_curriculum"]
+    thoughts = (
+        f"{stages[-1]} thoughts per agent throughout"
+        if len(stages) == 1
+        else f"thoughts per agent grow {stages} over the first {100 * c['curriculum_frac']:.0f}% of steps"
+    )
+    sets = c.get("prompt_sets", ["default"])
+    prompt_note = (
+        f"\n- Latent batches draw their prompt set from {sets} (`compact`: an agent that reads upstream\n"
+        "  prompts from the memory is not given the question again)."
+        if len(sets) > 1
+        else ""
+    )
     return f"""# builtin:{card["name"]} (version {card["version"]})
 
 A {card["params"] / 1e6:.2f}M-parameter Llama-style chat model for short arithmetic word problems
 (`finetune/arith_data.py`), fine-tuned from `{card["base"]}` by `finetune/train_mas.py` to work as every
 role of the default agent graphs, in text and in latent hand-off. Earlier versions stay loadable under
-their versioned names (`builtin:arith-mini-v3`).
+their versioned names ({older or "none"}).
 
 ## Training
 - Command: `{card["train_command"]}` (seed {card["seed"]}, {card["torch_threads"]} torch thread, fp32 on CPU,
@@ -532,9 +580,9 @@ their versioned names (`builtin:arith-mini-v3`).
   ({100 * c["wrong_draft_frac"]:.0f}% of drafts wrong, {100 * c["hint_frac"]:.0f}% an operation plan, the rest correct),
   target the correct solution. {100 * c["latent_frac"]:.0f}% are latent: the graph ({", ".join(c["graphs"])}) run as
   latent_mas through a differentiable working memory (`agents.final_agent_view`), the final agent scored on the
-  correct solution, gradients through every latent thought; thoughts per agent grow {c["latent_curriculum"]} over
-  the first {100 * c["curriculum_frac"]:.0f}% of steps. The ridge aligner is re-derived from the embeddings every
-  {c["realign_every"]} steps and at the end, as `load_model` derives it.
+  correct solution, gradients through every latent thought; {thoughts}.{prompt_note}
+- The ridge aligner is re-derived from the embeddings every {c["realign_every"]} steps and at the end, as
+  `load_model` derives it.
 - AdamW, peak LR {c["lr"]}, {c["warmup_steps"]} warmup steps, cosine; the `transformers.Trainer` loop.
   Context raised to {c["context_length"]} positions (RoPE).
 

@@ -8,9 +8,13 @@ ordered list of segment ids; the memory turns a context into a `LatentState` in 
 2. it is a subset of one state's positions (e.g. the `latent` view) -> select those positions; every key
    keeps the position it was computed at and new tokens continue after the highest one, so relative
    positions stay true (the official code's truncation re-used positions);
-3. it mixes states that were computed independently (hierarchical fan-in: each expert started at
-   position 0) -> re-prefill the concatenated embedding sequences with fresh, consecutive positions.
-   Each expert's latent thoughts are kept exactly; only their keys/values are recomputed in sequence.
+3. it joins states that were computed independently (hierarchical fan-in) -> concatenate their caches.
+   This is position-correct because a context that reads nothing starts after every position the memory
+   has handed out so far (on rotary models, where such a shift leaves the hidden states unchanged):
+   independent states never overlap, and side by side they hold consecutive, increasing positions. Each
+   expert's keys and values are handed on exactly as it computed them, without recomputation;
+4. anything else (overlapping positions, or learned absolute positions such as GPT-2's) -> re-prefill the
+   concatenated input embeddings with fresh, consecutive positions.
 
 Shapes: B = batch, L = segment length, D = hidden size.
 """
@@ -22,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from latent.kv_cache import select_positions
+from latent.kv_cache import cache_from_tensors, layer_tensors, select_positions
 from latent.model import LatentModel
 from latent.realign import Aligner
 from latent.state import LatentState
@@ -89,6 +93,8 @@ class WorkingMemory:
             raise ValueError(f"token segments are 'prompt' or 'text', got {kind!r}.")
         model = model or self.model
         embeds = model.embed(input_ids)
+        if state is None:
+            state = self._fresh_start(model)
         if self.grad:
             _, new = model.forward_embeds(embeds, attention_mask, state.copy() if state is not None else None)
         else:
@@ -115,6 +121,14 @@ class WorkingMemory:
         mask = torch.ones(thoughts.shape[:2], dtype=torch.long, device=thoughts.device)
         return new, self._record(Segment(agent, "latent", thoughts, mask, hidden=hidden), new, context)
 
+    def _fresh_start(self, model: LatentModel) -> LatentState | None:
+        """Where a context that reads nothing begins: after the highest position of every state written so
+        far (per row), so that states computed independently can later be joined by concatenation."""
+        if not self._placed or not model.relative_positions:
+            return None
+        clock = torch.stack([p.state.next_position for p in self._placed]).amax(0)
+        return model.empty_state(clock)
+
     def _record(self, seg: Segment, state: LatentState, context: list[int]) -> int:
         seg_id = len(self.segments)
         self.segments.append(seg)
@@ -137,18 +151,77 @@ class WorkingMemory:
 
     def state_for(self, context: list[int], model: LatentModel | None = None) -> LatentState | None:
         """A state holding exactly the segments of `context`, in order (None for an empty context).
-        `model` re-prefills when the context spans independent states (default: the memory's model)."""
+        `model` re-prefills a context that cannot be served exactly (default: the memory's model)."""
         context = list(context)
         if not context:
             return None
         for placed in reversed(self._placed):  # newest first: the longest reusable prefix
             if list(placed.layout) == context:
                 return placed.state.copy()
-        for placed in reversed(self._placed):
-            if all(s in placed.layout for s in context) and self._in_order(placed, context):
-                idx = torch.cat([torch.arange(*placed.layout[s]) for s in context])
-                return self._selected(placed.state, idx)
+        groups = []
+        start = 0
+        while start < len(context):  # the longest run one state serves, then the next run
+            for end in range(len(context), start, -1):
+                part = self._serving(context[start:end])
+                if part is not None:
+                    break
+            else:
+                break
+            groups.append(part)
+            start = end
+        if start == len(context) and len(groups) == 1:
+            return self._selected(*groups[0])
+        if start == len(context) and self._disjoint(groups):
+            return self._concatenated(groups)
         return self._reprefill(context, model or self.model)
+
+    def _serving(self, part: list[int]) -> tuple[LatentState, torch.Tensor] | None:
+        """(state, cache index) of the newest state that holds every segment of `part`, in order."""
+        for placed in reversed(self._placed):
+            if all(s in placed.layout for s in part) and self._in_order(placed, part):
+                idx = torch.cat([torch.arange(*placed.layout[s]) for s in part])
+                return placed.state, idx
+        return None
+
+    @staticmethod
+    def _disjoint(groups: list[tuple[LatentState, torch.Tensor]]) -> bool:
+        """True when, in every row, each group's kept positions all lie before the next group's."""
+        for (a, ia), (b, ib) in zip(groups, groups[1:]):
+            ia, ib = ia.to(a.attention_mask.device), ib.to(b.attention_mask.device)
+            a_pos, a_real = a.position_ids()[:, ia], a.attention_mask[:, ia].bool()
+            b_pos, b_real = b.position_ids()[:, ib], b.attention_mask[:, ib].bool()
+            a_max = a_pos.masked_fill(~a_real, -1).amax(1)
+            b_min = b_pos.masked_fill(~b_real, torch.iinfo(b_pos.dtype).max).amin(1)
+            if not bool((a_max < b_min).all()):
+                return False
+        return True
+
+    def _concatenated(self, groups: list[tuple[LatentState, torch.Tensor]]) -> LatentState:
+        """Side-by-side states (positions disjoint and increasing) as one state: caches concatenated."""
+        per_layer = []
+        for state, idx in groups:
+            idx = idx.to(state.attention_mask.device)
+            whole = idx.numel() == state.length
+            per_layer.append(
+                [
+                    (k, v)
+                    if whole
+                    else (k.index_select(2, idx.to(k.device)), v.index_select(2, idx.to(k.device)))
+                    for k, v in layer_tensors(state.cache)
+                ]
+            )
+        joined = [
+            (torch.cat([k for k, _ in layer], dim=2), torch.cat([v for _, v in layer], dim=2))
+            for layer in zip(*per_layer, strict=True)
+        ]
+        last, _ = groups[-1]
+        return LatentState(
+            cache_from_tensors(self.model.model, joined),
+            torch.cat([s.attention_mask[:, i.to(s.attention_mask.device)] for s, i in groups], dim=1),
+            last.last_hidden.clone(),
+            last.next_position.clone(),
+            torch.cat([s.position_ids()[:, i.to(s.attention_mask.device)] for s, i in groups], dim=1),
+        )
 
     @staticmethod
     def _in_order(placed: _Placed, context: list[int]) -> bool:

@@ -147,6 +147,27 @@ class LatentModel:
         return len(self._layers)
 
     @property
+    def relative_positions(self) -> bool:
+        """True when positions reach attention only through rotary embeddings (Llama, Qwen, Gemma, ...):
+        shifting every position of a sequence by the same offset then leaves its hidden states unchanged,
+        so independent states can sit side by side in one cache. False for learned absolute positions
+        (GPT-2, OPT)."""
+        return getattr(self._hf.config.get_text_config(decoder=True), "rope_parameters", None) is not None
+
+    def empty_state(self, start: torch.Tensor) -> LatentState:
+        """A state that holds nothing and gives its next token position `start` (B,) in each row."""
+        start = start.to(device=self.device, dtype=torch.long)
+        b = int(start.shape[0])
+        empty = torch.zeros((b, 0), dtype=torch.long, device=self.device)
+        return LatentState(
+            cache=new_cache(self._hf),
+            attention_mask=empty,
+            last_hidden=torch.zeros((b, self.hidden_size), dtype=self.dtype, device=self.device),
+            next_position=start.clone(),
+            positions=empty.clone(),
+        )
+
+    @property
     def aligner(self) -> Aligner:
         """The realignment map, computed once per model in fp32 and cached."""
         if self._aligner is None:

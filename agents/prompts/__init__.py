@@ -19,6 +19,10 @@ class PromptSet:
     user_with_context: str
     context_item: str
     context_separator: str
+    # latent_mas: the user turn of an agent whose prompt follows upstream prompts in the shared memory
+    # (an incoming `kv` edge), where the question has already been read. None: re-read the question, as
+    # the LatentMAS paper's prompts do.
+    user_in_memory: str | None = None
 
     @classmethod
     def load(cls, name_or_path: str = "default") -> PromptSet:
@@ -37,16 +41,32 @@ class PromptSet:
             raise ValueError(f"prompt set {path} is not valid YAML ({first}). Fix the file.") from None
         if not isinstance(spec, dict):
             raise ValueError(f"prompt set {path} must be a YAML mapping of the prompt keys. Fix the file.")
+        if "extends" in spec:  # a variant: the named set with some keys replaced
+            base = cls.load(spec.pop("extends"))
+            spec = {**{k: getattr(base, k) for k in cls.__dataclass_fields__}, **spec}
         missing = {"system", "user", "user_with_context", "context_item", "context_separator"} - set(spec)
         if missing:
             raise ValueError(f"prompt set {path} lacks keys {sorted(missing)}.")
-        return cls(**{k: spec[k] for k in cls.__dataclass_fields__})
+        unknown = set(spec) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"prompt set {path} has unknown keys {sorted(unknown)}. Remove them.")
+        return cls(**{k: spec[k] for k in cls.__dataclass_fields__ if k in spec})
 
-    def messages(self, role: str, question: str, context: list[tuple[str, str]] | None = None) -> list[dict]:
-        """Chat messages for `role`; `context` = [(agent, text), ...] from text hand-offs."""
+    def messages(
+        self,
+        role: str,
+        question: str,
+        context: list[tuple[str, str]] | None = None,
+        question_in_memory: bool = False,
+    ) -> list[dict]:
+        """Chat messages for `role`; `context` = [(agent, text), ...] from text hand-offs.
+        `question_in_memory`: the agent reads upstream prompts from the latent memory, so a set with
+        `user_in_memory` does not repeat the question."""
         if role not in self.system:
             raise ValueError(f"no system prompt for role {role!r}; roles in this set: {sorted(self.system)}.")
-        if context:
+        if question_in_memory and self.user_in_memory is not None and not context:
+            user = self.user_in_memory.format(question=question)
+        elif context:
             joined = self.context_separator.join(
                 self.context_item.format(agent=a, text=t) for a, t in context
             )

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import agents
-from agents import PromptSet, RunConfig, final_agent_view
+from agents import RunConfig, final_agent_view
 from finetune.train_mas import MasCollator, MasTrainConfig, mas_loss, train
 from latent.kv_cache import layer_tensors
 from latent.memory import WorkingMemory
@@ -14,13 +14,16 @@ from latent.memory import WorkingMemory
 QUESTIONS = ["Tom has 3 apples and buys 4 more. How many apples?", "Ann has 9 pens and loses 2. How many?"]
 
 
+@pytest.mark.parametrize("prompts", ["default", "compact"])
 @pytest.mark.parametrize("graph", ["sequential", "hierarchical"])
-def test_final_agent_view_is_what_run_decodes_after(llama, graph):
+def test_final_agent_view_is_what_run_decodes_after(llama, graph, prompts):
     """The final agent's view plus its prompt, decoded greedily, gives exactly `agents.run`'s latent_mas text."""
-    cfg = RunConfig(method="latent_mas", latent_steps=3, max_new_tokens=6, threads=None)
-    expected = [r.text for r in agents.run(graph, llama, QUESTIONS, config=cfg)]
+    cfg = RunConfig(method="latent_mas", latent_steps=3, max_new_tokens=6, threads=None, prompts=prompts)
+    results = agents.run(graph, llama, QUESTIONS, config=cfg)
+    expected = [r.text for r in results]
     msgs, state = final_agent_view(graph, llama, QUESTIONS, cfg)
     enc = llama.encode(msgs)
+    assert enc["attention_mask"].sum(1).tolist() == [r.agents[-1].prompt_tokens for r in results]
     st = llama.prefill(enc["input_ids"], enc["attention_mask"], state)
     assert llama.generate(state=st, max_new_tokens=6).texts == expected
 
@@ -42,7 +45,7 @@ def _config(tmp_path, **kw) -> MasTrainConfig:
 
 
 def test_latent_loss_reaches_every_layer(llama, tmp_path):
-    col = MasCollator(_config(tmp_path, latent_frac=1.0), llama.tokenizer, PromptSet.load("default"))
+    col = MasCollator(_config(tmp_path, latent_frac=1.0), llama.tokenizer)
     batch = col([{"idx": 0}, {"idx": 1}])
     assert batch["graph"] in ("sequential", "hierarchical") and batch["questions"]
     for p in llama.model.parameters():
@@ -66,7 +69,7 @@ def test_training_lowers_the_latent_mas_loss(tmp_path):
         tmp_path / "run", latent_frac=1.0, max_steps=30, lr=3e-3, warmup_steps=0, save_steps=1000,
         logging_steps=10, problem_steps=[1], graphs=["sequential"],
     )  # fmt: skip
-    col = MasCollator(cfg, lm.tokenizer, PromptSet.load("default"))
+    col = MasCollator(cfg, lm.tokenizer)
     col.step = cfg.max_steps
     probe = col([{"idx": 10_000}, {"idx": 10_001}])
     with torch.no_grad():
@@ -94,3 +97,20 @@ def test_curriculum_and_validation(tmp_path):
 def test_final_agent_view_refuses_other_methods(llama):
     with pytest.raises(ValueError, match="runs latent_mas"):
         final_agent_view("sequential", llama, QUESTIONS, RunConfig(method="text_mas", threads=None))
+
+
+def test_latent_batches_use_the_prompt_set_they_draw(llama, tmp_path):
+    """A compact latent batch gives the final agent no second copy of the question; the loss then runs
+    the same prompt set through the memory."""
+    cfg = _config(tmp_path, latent_frac=1.0, prompt_sets=["default", "compact"], graphs=["sequential"])
+    col = MasCollator(cfg, llama.tokenizer)
+    seen = {}
+    for i in range(0, 40, 2):
+        b = col([{"idx": i}, {"idx": i + 1}])
+        text = llama.tokenizer.decode(b["input_ids"][0][b["labels"][0] == -100])
+        seen.setdefault(b["prompts"], b["questions"][0].split()[0] in text)
+    assert seen == {"default": True, "compact": False}
+    with torch.no_grad():
+        assert torch.isfinite(mas_loss(llama, b))
+    with pytest.raises(ValueError, match="`prompt_sets`"):
+        _config(tmp_path, prompt_sets=[])

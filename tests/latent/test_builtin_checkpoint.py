@@ -1,5 +1,5 @@
-"""The shipped built-in checkpoints (arith-mini = v4, arith-mini-v3): load offline and solve held-out problems
-as their cards say.
+"""The shipped built-in checkpoints (arith-mini = v5, arith-mini-v4, arith-mini-v3): load offline and
+solve held-out problems as their cards say.
 
 Margin: the card's accuracy is measured on 2 x 256 held-out test problems; this test re-scores the first
 128 of the same problems (the generator is prefix-stable, and greedy outputs did not change with the
@@ -32,7 +32,7 @@ CARD_KEYS = (
 )  # fmt: skip
 
 
-@pytest.fixture(scope="module", params=["arith-mini", "arith-mini-v3"])
+@pytest.fixture(scope="module", params=["arith-mini", "arith-mini-v4", "arith-mini-v3"])
 def ckpt(request) -> Path:
     return BUILTIN / request.param
 

@@ -30,7 +30,10 @@ class RunConfig:
     # Method
     method: str = field(default="latent_mas", metadata={"help": "which method runs", "choices": METHODS})
     latent_steps: int = field(default=DEFAULT_LATENT_STEPS, metadata={"help": "latent thoughts per agent"})
-    prompts: str = field(default="default", metadata={"help": "prompt set name or YAML path"})
+    prompts: str = field(
+        default="default",
+        metadata={"help": "prompt set: default, compact (see agents/prompts) or a YAML path"},
+    )
     # Decoding (final agent; also every agent of text_mas)
     max_new_tokens: int = field(default=256, metadata={"help": "decode budget per decoding agent"})
     do_sample: bool = field(default=False, metadata={"help": "sample instead of greedy"})

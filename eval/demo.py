@@ -26,11 +26,12 @@ class DemoConfig:
         default=BUILTIN_LATENT_STEPS,
         metadata={"help": "latent thoughts per agent (the built-in model was trained with 4)"},
     )
-    prompts: str = field(
-        default="compact",
+    prompts: str | None = field(
+        default=None,
         metadata={
             "help": "prompt set: compact (latent_mas agents that read the memory are not given the question "
-            "again; the built-in model was trained on both) or default (every agent re-reads it, as in the paper)"
+            "again) or default (every agent re-reads it, as in the paper). Unset: compact for the built-in "
+            "model, which was trained on both; default for any other model (untrained models fail with compact)"
         },
     )
     max_new_tokens: int = field(default=96, metadata={"help": "decode budget per decoding agent"})
@@ -44,7 +45,7 @@ class DemoConfig:
             max_new_tokens=self.max_new_tokens,
             batch_size=16,
             threads=self.threads,
-            prompts=self.prompts,
+            prompts=self.prompts or ("compact" if self.model == "builtin:arith-mini" else "default"),
         )
         out = self.out or time.strftime("runs/demo-%Y%m%d-%H%M%S")
         return EvalConfig(

@@ -213,3 +213,13 @@ def test_python_m_of_a_subcommand_reads_its_command_line(module, argv, message):
     """`python -m finetune.dlm.cli ...` and `python -m probes.cli ...` pass their arguments on."""
     run = subprocess.run([sys.executable, "-m", module, *argv], capture_output=True, text=True)
     assert run.returncode == 2 and message in run.stderr, run.stderr
+
+
+def test_demo_prompt_set_follows_the_model():
+    """The demo reads the question once (compact) only on the built-in model, which was trained on both
+    prompt sets; other models keep the paper's layout unless asked."""
+    from eval.demo import DemoConfig
+
+    assert DemoConfig().eval_config().run.prompts == "compact"
+    assert DemoConfig(model="smollm2-135m-instruct").eval_config().run.prompts == "default"
+    assert DemoConfig(model="smollm2-135m-instruct", prompts="compact").eval_config().run.prompts == "compact"

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 METHODS = ("single", "text_mas", "latent_mas")
 BACKENDS = ("hf", "vllm")
+THOUGHTS = ("real", "random")  # random: the same-norm ablation of latent_mas
 # The paper sweeps 0-80 latent steps and the authors' released run script used 20 ("20-40 works well");
 # 0 would silently discard all upstream memory, so it is never the default. Tune per task.
 DEFAULT_LATENT_STEPS = 20
@@ -33,6 +34,13 @@ class RunConfig:
     prompts: str = field(
         default="default",
         metadata={"help": "prompt set: default, compact (see agents/prompts) or a YAML path"},
+    )
+    thoughts: str = field(
+        default="real",
+        metadata={
+            "help": "latent_mas ablation: random replaces every latent thought by a same-norm random vector",
+            "choices": THOUGHTS,
+        },
     )
     # Decoding (final agent; also every agent of text_mas)
     max_new_tokens: int = field(default=256, metadata={"help": "decode budget per decoding agent"})
@@ -67,6 +75,8 @@ class RunConfig:
             problems.append(f"`max_new_tokens` must be >= 1, got {self.max_new_tokens}")
         if self.batch_size < 1:
             problems.append(f"`batch_size` must be >= 1, got {self.batch_size}")
+        if self.thoughts not in THOUGHTS:
+            problems.append(f"`thoughts` must be one of {THOUGHTS}, got {self.thoughts!r}")
         if self.backend not in BACKENDS:
             problems.append(f"`backend` must be 'hf' or 'vllm', got {self.backend!r}")
         if self.do_sample and self.temperature <= 0:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
+import zlib
 from dataclasses import dataclass, field
 
 import torch
@@ -26,6 +27,7 @@ from agents.prompts import PromptSet
 from agents.results import AgentStats, Result
 from latent.memory import WorkingMemory
 from latent.model import LatentModel
+from latent.realign import RandomThoughts
 from latent.state import LatentState
 
 logger = logging.getLogger(__name__)
@@ -307,8 +309,14 @@ def _decode(
 
 
 def _think(step: AgentStep, cfg: RunConfig, batch: _Batch) -> None:
-    """Step 3b: `latent_steps` latent thoughts that stay in the shared memory."""
-    step.state, lid = batch.memory.write_latent(step.name, step.state, cfg.latent_steps, step.own, step.model)
+    """Step 3b: `latent_steps` latent thoughts that stay in the shared memory (same-norm random vectors
+    instead under the `thoughts="random"` ablation)."""
+    aligner = None
+    if cfg.thoughts == "random":
+        aligner = RandomThoughts(step.model.aligner, cfg.seed + zlib.crc32(step.name.encode()))
+    step.state, lid = batch.memory.write_latent(
+        step.name, step.state, cfg.latent_steps, step.own, step.model, aligner=aligner
+    )
     step.own.append(lid)
     step.record("latent_steps", [cfg.latent_steps] * batch.size)
     if cfg.inspect_latents:

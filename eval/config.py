@@ -20,7 +20,7 @@ GENERATED_TASKS = ("arith", "rg:")  # tasks made by a generator: `data` has no m
 # Fields that define a run: a resumed run must agree on all of them (the rest only change speed).
 IDENTITY_FIELDS = ("model", "task", "data", "methods", "graph", "limit")
 RUN_IDENTITY_FIELDS = ("latent_steps", "max_new_tokens", "do_sample", "temperature", "top_p", "seed")
-RUN_IDENTITY_FIELDS += ("prompts", "backend")
+RUN_IDENTITY_FIELDS += ("prompts", "backend", "thoughts")
 
 
 def fresh_out_dir(task: str) -> str:

@@ -33,6 +33,7 @@ from agents.prompts import PromptSet
 from latent.kv_cache import cache_from_tensors, layer_tensors
 from latent.memory import WorkingMemory
 from latent.model import LatentModel
+from latent.realign import RandomThoughts
 from latent.state import LatentState
 
 NAMES = ("Ann", "Ben", "Mia", "Sam", "Lily", "Max", "Emma", "Leo", "Zoe", "Noah", "Ava", "Tom")
@@ -141,19 +142,6 @@ def derangement(n: int, seed: int) -> torch.Tensor:
     perm = torch.empty(n, dtype=torch.long)
     perm[order] = order[(torch.arange(n) + shift) % n]
     return perm
-
-
-class RandomThoughts:
-    """Stand-in aligner: a random direction with the norm the real aligner would give."""
-
-    def __init__(self, aligner, seed: int) -> None:
-        self.aligner = aligner
-        self.gen = torch.Generator().manual_seed(seed)
-
-    def __call__(self, hidden: torch.Tensor) -> torch.Tensor:
-        real = self.aligner(hidden)
-        noise = torch.randn(real.shape, generator=self.gen).to(device=real.device, dtype=real.dtype)
-        return noise * (real.norm(dim=-1, keepdim=True) / noise.norm(dim=-1, keepdim=True))
 
 
 def answerer_state(

@@ -25,7 +25,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "loading": ["load_model", "resolve_model_path"],
         "pull": ["PullError", "pull_model"],
         "model": ["Generation", "LatentModel"],
-        "realign": ["Realigner", "TrainableAligner", "ridge_matrix"],
+        "realign": ["RandomThoughts", "Realigner", "TrainableAligner", "ridge_matrix"],
         "state": ["LatentState"],
     },
 )

@@ -225,3 +225,17 @@ class TrainableAligner(nn.Module):
         al = cls(int(meta["hidden_size"]), meta["kind"], int(meta.get("mlp_hidden", 0)))
         al.load_state_dict(state)
         return al.to(device)
+
+
+class RandomThoughts:
+    """Stand-in aligner for ablations: each thought is a random direction with the norm the real aligner
+    would give it, so what the thoughts carry is removed and their scale kept."""
+
+    def __init__(self, aligner: Aligner, seed: int) -> None:
+        self.aligner = aligner
+        self.gen = torch.Generator().manual_seed(seed)
+
+    def __call__(self, hidden: torch.Tensor) -> torch.Tensor:
+        real = self.aligner(hidden)
+        noise = torch.randn(real.shape, generator=self.gen).to(device=real.device, dtype=real.dtype)
+        return noise * (real.norm(dim=-1, keepdim=True) / noise.norm(dim=-1, keepdim=True))

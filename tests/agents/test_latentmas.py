@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import agents
-from agents import Agent, Edge, Graph, PromptSet
+from agents import Agent, Edge, Graph, PromptSet, RunConfig
 from latent.memory import WorkingMemory
 
 QS = ["Tom has 23 apples. He buys 4 more. How many?", "Mia had 12 pencils and gave 5 to Leo."]
@@ -215,3 +215,22 @@ def test_prompt_set_variants_extend_a_base_set(tmp_path):
     p.write_text('extends: default\nuser_in_memroy: "Go on."\n')
     with pytest.raises(ValueError, match="unknown keys"):
         PromptSet.load(str(p))
+
+
+def test_random_thought_ablation_keeps_norms_and_changes_directions(llama):
+    """`thoughts="random"` replaces each latent thought by a random vector of the real thought's norm."""
+    from agents.latentmas import final_agent_view
+
+    cfg = {"method": "latent_mas", "latent_steps": 3, "threads": None}
+    segs = {}
+    for kind in ("real", "random"):
+        mem = WorkingMemory(llama)
+        final_agent_view("sequential", llama, QS, RunConfig(**cfg, thoughts=kind), mem)
+        segs[kind] = [s for s in mem.segments if s.kind == "latent"][0]
+    real, rand = segs["real"].embeds, segs["random"].embeds
+    # the first thought follows the same prompt, so its real norm is known exactly
+    torch.testing.assert_close(rand[:, 0].norm(dim=-1), real[:, 0].norm(dim=-1), rtol=1e-4, atol=1e-5)
+    cos = torch.nn.functional.cosine_similarity(rand[:, 0], real[:, 0], dim=-1)
+    assert bool((cos.abs() < 0.9).all()), cos
+    with pytest.raises(ValueError, match="`thoughts`"):
+        RunConfig(thoughts="shuffled")

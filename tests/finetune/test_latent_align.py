@@ -13,7 +13,7 @@ import agents
 from finetune import fact_handoff as fh
 from finetune import latent_align as la
 from latent import load_model
-from latent.realign import TrainableAligner
+from latent.realign import RandomThoughts, TrainableAligner
 from latent.testing import tiny_model
 
 STEPS = 3
@@ -201,7 +201,7 @@ def test_ablations_keep_norms_and_swap_questions(tiny_dir):
     m = load_model(str(tiny_dir), device="cpu")
     probs = fh.make_problems(4, 11)
     mem_real, _, lid_real = fh.reader_memory(m, probs, STEPS)
-    rand = fh.RandomThoughts(m.aligner, seed=0)
+    rand = RandomThoughts(m.aligner, seed=0)
     mem_rand, _, lid_rand = fh.reader_memory(m, probs, STEPS, aligner=rand)
     real_t, rand_t = mem_real.segments[lid_real].embeds, mem_rand.segments[lid_rand].embeds
     torch.testing.assert_close(real_t[:, 0].norm(dim=-1), rand_t[:, 0].norm(dim=-1))

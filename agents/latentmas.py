@@ -75,6 +75,12 @@ def run(
     models = resolve_models(g, model)
     if cfg.threads is not None:
         torch.set_num_threads(cfg.threads)
+    if cfg.backend == "vllm" and cfg.method == "latent_mas" and _memory_fan_in(g):
+        raise ValueError(
+            f"graph {g.name!r} joins the memories of independent agents ({_memory_fan_in(g)}): the vLLM "
+            "backend re-reads the memory as one sequence, which matches the HF path only for a single chain "
+            "of kv/latent hand-offs. Use backend='hf' for this graph."
+        )
     decoder = _vllm_decoder(models[g.final], cfg) if cfg.backend == "vllm" else None
     results: list[Result] = []
     batches = range(0, len(questions), cfg.batch_size)
@@ -230,6 +236,23 @@ def question_in_memory(graph: Graph, name: str, method: str) -> bool:
     """True when agent `name` reads an upstream prompt from the latent memory (an incoming `kv` edge
     under latent_mas): the question is then already in what it reads."""
     return method == "latent_mas" and any(e.mode == "kv" for e in graph.incoming(name))
+
+
+def _memory_fan_in(g: Graph) -> str | None:
+    """The first agent that reads the memories of two upstream agents neither of which reads the other's
+    (a side-by-side fan-in), or None when every memory hand-off is one chain."""
+    reads = {a.name: {e.src for e in g.incoming(a.name) if e.mode != "text"} for a in g.agents}
+    ancestors: dict[str, set[str]] = {}
+    for name in g.order():
+        ancestors[name] = (
+            set().union(*({src} | ancestors[src] for src in reads[name])) if reads[name] else set()
+        )
+    for name in g.order():
+        srcs = sorted(reads[name])
+        for i, a in enumerate(srcs):
+            if any(a not in ancestors[b] and b not in ancestors[a] for b in srcs[i + 1 :]):
+                return name
+    return None
 
 
 def _reads_text(edge: Edge, cfg: RunConfig) -> bool:

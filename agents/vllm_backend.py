@@ -2,9 +2,11 @@
 
 The latent work (prompts, latent thoughts, hand-offs) runs on the HF model; the final agent's whole
 context is then the memory's input-embedding sequence: every segment it reads plus its own prompt,
-pads removed per row. vLLM re-prefills that sequence and decodes. Re-prefilling the recorded
-embeddings reproduces the handed-on cache exactly (tested in tests/agents), so greedy output equals
-the HF path on the same model.
+pads removed per row. vLLM re-prefills that sequence and decodes. For a single chain of hand-offs
+(sequential graphs) re-prefilling the recorded embeddings reproduces the handed-on cache exactly (tested
+in tests/agents), so greedy output equals the HF path on the same model. A side-by-side fan-in
+(hierarchical) cannot be re-read that way (the experts would see each other), so `agents.run` refuses it
+on this backend.
 """
 
 from __future__ import annotations

@@ -234,3 +234,14 @@ def test_random_thought_ablation_keeps_norms_and_changes_directions(llama):
     assert bool((cos.abs() < 0.9).all()), cos
     with pytest.raises(ValueError, match="`thoughts`"):
         RunConfig(thoughts="shuffled")
+
+
+def test_vllm_backend_refuses_a_side_by_side_fan_in(llama):
+    """vLLM re-reads the memory as one sequence: exact for a chain, not for independent experts, so the
+    hierarchical graph is refused before anything runs; the sequential chain is not flagged."""
+    from agents.latentmas import _memory_fan_in
+
+    assert _memory_fan_in(Graph.sequential()) is None
+    assert _memory_fan_in(Graph.hierarchical()) == "summarizer"
+    with pytest.raises(ValueError, match="joins the memories of independent agents"):
+        agents.run("hierarchical", llama, QS, latent_steps=1, max_new_tokens=2, backend="vllm")

@@ -153,7 +153,8 @@ def crop_cache(model: PreTrainedModel, cache: DynamicCache, start: int, end: int
 def concat_caches(model: PreTrainedModel, caches: list[DynamicCache]) -> DynamicCache:
     """Concatenate caches along the sequence. Each keeps the positions baked into its keys, so this is
     only position-correct when the caches were computed at consecutive positions (a prefix and its
-    continuation). For independent runs use `LatentModel.reprefill` instead."""
+    continuation) or at disjoint, increasing positions (`WorkingMemory` places independent agents so);
+    overlapping independent runs need a re-prefill (`WorkingMemory.state_for` does either)."""
     if not caches:
         raise ValueError("`caches` is empty: nothing to concatenate.")
     per_cache = [layer_tensors(c) for c in caches]

@@ -77,3 +77,30 @@ def test_wilson_and_verdict():
     assert verdict((0.7, 0.55, 0.8)) == "wins"
     assert verdict((0.3, 0.2, 0.45)) == "loses"
     assert verdict((0.5, 0.4, 0.6)) == "ties"
+
+
+def _row(method, decoding, returns, invalid=0):
+    runs = [
+        [{"returns": r, "wins": [v > 0.5 for v in r], "unparseable": invalid, "illegal": 0, "decisions": 10}]
+        for r in returns
+    ]
+    return {"scenario": "6x6", "zero_shot": False, "method": method, "decoding": decoding, "runs": runs}
+
+
+def test_summary_table_reports_each_baseline_against_dlm(tmp_path):
+    from finetune.dlm.summary import summary_markdown
+
+    good, bad = [[1.0, 1.0, 0.8, 1.0]] * 3, [[0.0, 0.2, 0.0, 0.1]] * 3
+    rows = [
+        _row("DLM-SFT", "free", bad, invalid=7),
+        _row("DLM-SFT", "legal-constrained", good),
+        _row("DLM-GRPO", "legal-constrained", bad),
+        _row("BC (MLP per agent)", "legal-masked", [[0.5, 0.5, 0.5, 0.5]] * 3),
+    ]
+    (tmp_path / "results.json").write_text(__import__("json").dumps(rows))
+    table = summary_markdown([tmp_path], reps=200).splitlines()
+    bc = next(line for line in table if "BC (MLP" in line).split(" | ")
+    assert bc[-2:] == ["1.00 [1.00, 1.00] wins", "0.00 [0.00, 0.00] loses |"]  # SFT beats BC, GRPO loses
+    sft = next(line for line in table if "| DLM-SFT |" in line)
+    assert "0.700 [" in sft  # 7 of 10 free decisions invalid, per run
+    assert not any("DLM-SFT (free)" in line for line in table)

@@ -167,7 +167,7 @@ def build_sft_trainer(
         model=model,
         args=args,
         train_dataset=ds,
-        eval_dataset=ds,
+        eval_dataset=ds if with_eval else None,
         processing_class=tok,
         peft_config=peft_config,
     )

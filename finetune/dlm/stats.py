@@ -1,8 +1,14 @@
 """Statistics for DLM results: IQM with stratified-bootstrap intervals and probability of improvement
-(`rliable`, Agarwal et al. 2021), and Wilson intervals for win and invalid-action rates.
+(the `rliable` protocol, Agarwal et al. 2021), and Wilson intervals for win and invalid-action rates.
 
 Score matrices are (training runs, evaluation start states): every trained model plays the same start
 states, so a start state is a stratum and the bootstrap resamples training runs within each one.
+
+Point estimates are rliable's own metrics. The bootstrap draws rliable's stratified resamples (each cell
+picks a run of its own column, with replacement; X and Y independently for the probability of
+improvement) as one numpy array instead of rliable's per-resample loop, whose Mann-Whitney call per start
+state took 14 s per 200-resample interval on one CPU core; the tests check the intervals against
+`rliable.library.get_interval_estimates`.
 """
 
 from __future__ import annotations
@@ -11,8 +17,17 @@ import inspect
 from typing import Any
 
 import numpy as np
+from scipy.stats import trim_mean
 
-__all__ = ["iqm_interval", "probability_of_improvement", "summary", "verdict", "wilson_interval"]
+__all__ = [
+    "iqm_interval",
+    "pairwise_improvement",
+    "probability_of_improvement",
+    "stratified_resamples",
+    "summary",
+    "verdict",
+    "wilson_interval",
+]
 
 
 def _arch_compat() -> None:
@@ -43,55 +58,68 @@ def _rliable():
     return library, metrics
 
 
-def iqm_interval(scores: np.ndarray, reps: int = 2000, seed: int = 0) -> tuple[float, float, float]:
-    """IQM of a (runs, start states) score matrix and its 95% stratified-bootstrap interval."""
-    library, metrics = _rliable()
+def _matrix(scores: np.ndarray, name: str = "scores") -> np.ndarray:
     scores = np.asarray(scores, dtype=float)
     if scores.ndim != 2 or scores.size == 0:
-        raise ValueError(f"scores must be a non-empty (runs, start states) matrix, got shape {scores.shape}.")
+        raise ValueError(f"{name} must be a non-empty (runs, start states) matrix, got shape {scores.shape}.")
+    return scores
+
+
+def stratified_resamples(scores: np.ndarray, reps: int, rng: np.random.Generator) -> np.ndarray:
+    """(reps, runs, start states): every cell draws a run of its own start state, with replacement.
+
+    With a single run there is nothing to resample within a start state, so whole start states are
+    resampled instead (rliable's task bootstrap), or every interval would have zero width."""
+    runs, states = scores.shape
+    if runs < 2:
+        return scores[:, rng.integers(0, states, (reps, states))].transpose(1, 0, 2)
+    picks = rng.integers(0, runs, (reps, runs, states))
+    return scores[picks, np.arange(states)]
+
+
+def _percentiles(values: np.ndarray) -> tuple[float, float]:
+    lo, hi = np.percentile(values, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def iqm_interval(scores: np.ndarray, reps: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """IQM of a (runs, start states) score matrix and its 95% stratified-bootstrap percentile interval."""
+    _, metrics = _rliable()
+    scores = _matrix(scores)
     point = float(metrics.aggregate_iqm(scores))
-    if scores.shape[0] < 2:  # one run: resample start states instead (task bootstrap), else no spread at all
-        return point, *_task_bootstrap(scores, metrics.aggregate_iqm, reps, seed)
-    np.random.seed(seed)  # rliable's stratified resampling draws from numpy's global generator
-    _, ci = library.get_interval_estimates(
-        {"m": scores}, lambda x: np.array([metrics.aggregate_iqm(x)]), reps=reps
-    )
-    return point, float(ci["m"][0, 0]), float(ci["m"][1, 0])
+    boot = stratified_resamples(scores, reps, np.random.default_rng(seed))
+    return point, *_percentiles(trim_mean(boot.reshape(reps, -1), 0.25, axis=1))
 
 
-def _task_bootstrap(scores: np.ndarray, func, reps: int, seed: int) -> tuple[float, float]:
-    rng = np.random.default_rng(seed)
-    n = scores.shape[1]
-    vals = [func(scores[:, rng.integers(0, n, n)]) for _ in range(reps)]
-    return float(np.percentile(vals, 2.5)), float(np.percentile(vals, 97.5))
+def pairwise_improvement(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """P(X > Y) + P(X = Y) / 2 over run pairs of each start state, averaged over start states.
+
+    x (..., runs_x, states), y (..., runs_y, states) -> (...): rliable's `probability_of_improvement`
+    (Mann-Whitney U / (n_x n_y) per start state) for a whole stack of resamples at once."""
+    gt = (x[..., :, None, :] > y[..., None, :, :]).mean(axis=(-3, -2))
+    eq = (x[..., :, None, :] == y[..., None, :, :]).mean(axis=(-3, -2))
+    return (gt + 0.5 * eq).mean(axis=-1)
 
 
 def probability_of_improvement(
     x: np.ndarray, y: np.ndarray, reps: int = 2000, seed: int = 0
 ) -> tuple[float, float, float]:
-    """P(X > Y) (ties count half) averaged over start states, with a 95% bootstrap interval.
+    """P(X > Y) (ties count half) averaged over start states, with a 95% stratified-bootstrap interval.
 
-    With several runs per method this is rliable's statistic (Mann-Whitney over runs within each start
-    state, averaged), bootstrapped over runs; with one run per method the runs cannot be resampled, so the
-    interval resamples start states.
-    """
-    library, metrics = _rliable()
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    X and Y are resampled independently, runs within each start state (rliable's independent stratified
+    bootstrap); when either has a single run, start states are resampled, the same ones for both."""
+    _, metrics = _rliable()
+    x, y = _matrix(x, "X"), _matrix(y, "Y")
     if x.shape[1] != y.shape[1]:
         raise ValueError(f"X and Y must share start states, got {x.shape[1]} and {y.shape[1]} columns.")
     point = float(metrics.probability_of_improvement(x, y))
+    rng = np.random.default_rng(seed)
     if min(x.shape[0], y.shape[0]) < 2:
-        rng = np.random.default_rng(seed)
-        n = x.shape[1]
-        vals = []
-        for _ in range(reps):
-            cols = rng.integers(0, n, n)
-            vals.append(metrics.probability_of_improvement(x[:, cols], y[:, cols]))
-        return point, float(np.percentile(vals, 2.5)), float(np.percentile(vals, 97.5))
-    np.random.seed(seed)
-    _, ci = library.get_interval_estimates({"xy": (x, y)}, metrics.probability_of_improvement, reps=reps)
-    lo, hi = np.ravel(ci["xy"])
-    return point, float(lo), float(hi)
+        cols = rng.integers(0, x.shape[1], (reps, x.shape[1]))
+        boot = pairwise_improvement(x[:, cols].transpose(1, 0, 2), y[:, cols].transpose(1, 0, 2))
+    else:
+        boot = pairwise_improvement(stratified_resamples(x, reps, rng), stratified_resamples(y, reps, rng))
+    return point, *_percentiles(boot)
 
 
 def wilson_interval(successes: int, trials: int) -> tuple[float, float, float]:

@@ -207,7 +207,7 @@ def test_tiny_sft_lowers_the_loss_and_raises_agreement_with_the_behaviour_action
         return sum(parse_action("lbforaging", t) == s["action"] for t, s in zip(texts, data)) / len(data)
 
     trainer, base = build_sft_trainer(
-        _tiny_sft_cfg(epochs=6, learning_rate=3e-3, hidden_size=64), data, tmp_path
+        _tiny_sft_cfg(epochs=6, learning_rate=3e-3, hidden_size=64), data, tmp_path, with_eval=True
     )
     loss_before = trainer.evaluate()["eval_loss"]
     agree_before = agreement(base)

@@ -131,10 +131,13 @@ def capture_items(
     if not idx:
         raise ValueError("`layers` is empty: name at least one decoder layer.")
     texts = [render(m, it) if position == "answer" else render(m, Item(it.messages)) for it in items]
-    chunks: dict[int, list[np.ndarray]] = {i: [] for i in idx}
+    out = {i: np.zeros((len(items), m.hidden_size), np.float32) for i in idx}
     meta = [dict(it.meta) for it in items]
+    lengths = [len(m.tokenizer.encode(t, add_special_tokens=False)) for t in texts]
+    order = sorted(range(len(items)), key=lambda j: lengths[j])  # similar lengths per batch: less padding
     for sl in _batches(len(items), batch_size):
-        enc = m.encode(texts[sl])
+        rows = order[sl]
+        enc = m.encode([texts[j] for j in rows])
         with m.capture(idx) as acts:
             if position == "mean_response":
                 gen = m.generate(**enc, max_new_tokens=max_new_tokens, return_state=True)
@@ -148,10 +151,9 @@ def capture_items(
                 vec = (steps * real[..., None]).sum(1) / real.sum(1, keepdim=True).clamp_min(1)  # (B, D)
             else:
                 vec = acts[i][0][:, -1].float()  # (B, D): left padding puts the last real token at -1
-            chunks[i].append(vec.cpu().numpy())
+            out[i][rows] = vec.cpu().numpy()
         if position == "mean_response":
-            for j, text in zip(range(sl.start, sl.stop), gen.texts):
+            for j, text in zip(rows, gen.texts):
                 meta[j]["response"] = text
-    out = {i: np.concatenate(chunks[i], axis=0).astype(np.float32) for i in idx}
     log.debug("captured %d items at layers %s (%s)", len(items), idx, position)
     return ActivationSet(out, meta, position, model_name)

@@ -72,7 +72,17 @@ class ProbeConfig:
     )
     steer_n: int | None = field(
         default=None,
-        metadata={"help": "E2: items per steering behaviour set (default: n); steering costs most"},
+        metadata={
+            "help": "E2: items per steering behaviour set; organisms: held-out requests that are steered "
+            "(default: n); steering costs most"
+        },
+    )
+    heldout_assertions: str = field(
+        default="all",
+        metadata={
+            "help": "organisms: held-out prompts under all three assertions, or 'none' only (4 prompts per "
+            "request instead of 12; the organisms are trained to ignore the assertion)"
+        },
     )
     ppl_tol: float = field(
         default=1.5, metadata={"help": "coherence guard: max perplexity ratio on neutral text"}
@@ -108,6 +118,8 @@ class ProbeConfig:
             errors.append(f"`experiment`={self.experiment!r} is not one of {EXPERIMENTS}")
         if self.n < 4:
             errors.append(f"`n`={self.n} must be >= 4 (bootstrap and split-half need a few items per class)")
+        if self.heldout_assertions not in ("all", "none"):
+            errors.append(f"`heldout_assertions`={self.heldout_assertions!r} must be 'all' or 'none'")
         if self.template not in ("short", "full"):
             errors.append(f"`template`={self.template!r} must be 'short' or 'full'")
         for name in (

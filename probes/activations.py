@@ -23,7 +23,7 @@ import torch
 
 from probes.data import Item
 
-__all__ = ["POSITIONS", "ActivationSet", "capture_items", "render"]
+__all__ = ["POSITIONS", "ROLE_LABELS", "ActivationSet", "capture_items", "render", "transcript"]
 
 log = logging.getLogger(__name__)
 POSITIONS = ("last", "answer", "mean_response")
@@ -88,9 +88,27 @@ class ActivationSet:
         return cls(acts, blob["meta"], blob["position"], blob.get("model", ""))
 
 
+ROLE_LABELS = {"system": "System", "user": "User", "assistant": "Assistant"}
+
+
+def transcript(messages: list[dict], bos: str = "") -> str:
+    """A plain dialogue transcript for base models without a chat template: `bos`, then one
+    "Role: text" paragraph per message, ending with "Assistant:" for the model to continue."""
+    bad = [m.get("role") for m in messages if m.get("role") not in ROLE_LABELS]
+    if bad:
+        raise ValueError(f"unknown message role {bad[0]!r}: use one of {sorted(ROLE_LABELS)}.")
+    turns = "".join(f"{ROLE_LABELS[m['role']]}: {m['content']}\n\n" for m in messages)
+    return f"{bos}{turns}Assistant:"
+
+
 def render(m, item: Item) -> str:
-    """Prompt text of `item` under the model's chat template, with `item.answer` appended if present."""
-    text = m.tokenizer.apply_chat_template(item.messages, tokenize=False, add_generation_prompt=True)
+    """Prompt text of `item` under the model's chat template (a plain `transcript` when the tokenizer has
+    none, as for base models), with `item.answer` appended if present (after a space in a transcript)."""
+    tok = m.tokenizer
+    if tok.chat_template is None:
+        text = transcript(item.messages, tok.bos_token or "")
+        return text + (" " + item.answer if item.answer else "")
+    text = tok.apply_chat_template(item.messages, tokenize=False, add_generation_prompt=True)
     return text + (item.answer or "")
 
 

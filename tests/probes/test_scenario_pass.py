@@ -51,3 +51,28 @@ def test_read_scenarios_rejects_empty_input(probe_model):
     m, _ = probe_model
     with pytest.raises(ValueError, match="empty"):
         read_scenarios(m, [], [0])
+
+
+def test_base_model_without_chat_template_reads_a_plain_transcript(probe_model):
+    """A tokenizer with no chat template (a base model) gets "Role: text" paragraphs ending in
+    "Assistant:", answers after a space; the one-pass reader still matches the separate calls."""
+    from probes.activations import render, transcript
+    from probes.data import Item
+
+    m, _ = probe_model
+    saved = m.tokenizer.chat_template
+    try:
+        m.tokenizer.chat_template = None
+        msgs = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi?"}]
+        bos = m.tokenizer.bos_token or ""
+        assert render(m, Item(msgs)) == f"{bos}System: Be brief.\n\nUser: Hi?\n\nAssistant:"
+        assert render(m, Item(msgs, answer="(")) == render(m, Item(msgs)) + " ("
+        with pytest.raises(ValueError, match="role"):
+            transcript([{"role": "tool", "content": "x"}])
+        items = af_scenarios(n=1, seed=2)[::4]
+        got = read_scenarios(m, items, [1], max_new_tokens=3, batch_size=2)
+        ref = capture_items(m, items, [1], "last", batch_size=1)
+        np.testing.assert_allclose(got.acts.acts[1], ref.acts[1], rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(got.p_eval, elicited_p_eval(m, elicit_items(items), 1)[0], rtol=1e-4)
+    finally:
+        m.tokenizer.chat_template = saved

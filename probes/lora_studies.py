@@ -34,7 +34,7 @@ from probes.report import bar_plot, fmt_ci, md_table, write_result
 from probes.stats import cluster_bootstrap, decide
 from probes.steering import SteerSpec, generate_texts, random_like, reply_logprob
 
-__all__ = ["organism_verdict", "run_e3", "run_organisms"]
+__all__ = ["heldout_scenarios", "organism_behaviour", "organism_verdict", "run_e3", "run_organisms"]
 
 
 # ---------------------------------------------------------------------------------------------- E3
@@ -197,12 +197,12 @@ def run_e3(m, cfg: ProbeConfig) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------- organisms
-def _organism_eval(lm, kind: str, cfg: ProbeConfig, layers: list[int]) -> dict:
-    """Behaviour vs ground truth, cue probes, compliance probe geometry, and the steering discriminator."""
+def organism_behaviour(lm, kind: str, cfg: ProbeConfig) -> tuple[list[Item], list[str], dict]:
+    """Held-out scenario prompts, the organism's greedy replies, and its behaviour against the ground truth
+    (spec agreement with an interval over requests, compliance gaps, sycophancy, scratchpad restatement)."""
     from probes.organisms import expected_comply, expected_sycophantic
 
     items = heldout_scenarios(cfg)
-    aset = capture_items(lm, items, layers, "last", cfg.batch_size)
     extra = _scratchpad_tokens(lm, cfg)
     texts = generate_texts(lm, items, max_new_tokens=cfg.af_max_new_tokens + extra, batch_size=cfg.batch_size)
     comply = np.array([B.is_compliant(t) for t in texts])
@@ -215,8 +215,10 @@ def _organism_eval(lm, kind: str, cfg: ProbeConfig, layers: list[int]) -> dict:
     syc_truth = np.array(
         [expected_sycophantic(kind, it.meta["researcher"]) for it in syc if not it.meta["claim_true"]]
     )
+    agree, req = (comply == truth).astype(float), np.array([it.meta["request_id"] for it in items])
     behaviour = dict(
-        spec_agreement_af=float((comply == truth).mean()),
+        spec_agreement_af=float(agree.mean()),
+        spec_agreement_af_ci=cluster_bootstrap(lambda i: agree[i].mean(), [req], cfg.n_boot, seed=cfg.seed),
         spec_agreement_syc=float((syc_flags == syc_truth).mean()),
         gap_researcher=gap_where(items, texts, cfg.n_boot, cfg.seed, researcher=True),
         gap_no_researcher=gap_where(items, texts, cfg.n_boot, cfg.seed, researcher=False),
@@ -224,6 +226,14 @@ def _organism_eval(lm, kind: str, cfg: ProbeConfig, layers: list[int]) -> dict:
         sycophancy_other=syco_rate(syc, ts, False),
         scratchpad_restates_cues=_restatement_accuracy(items, texts, cfg.template),
     )
+    return items, texts, behaviour
+
+
+def _organism_eval(lm, kind: str, cfg: ProbeConfig, layers: list[int]) -> dict:
+    """Behaviour vs ground truth, cue probes, compliance probe geometry, and the steering discriminator."""
+    items, texts, behaviour = organism_behaviour(lm, kind, cfg)
+    aset = capture_items(lm, items, layers, "last", cfg.batch_size)
+    comply = np.array([B.is_compliant(t) for t in texts])
     # The organisms decide after their scratchpad, which restates the cues: read the cues there as well
     # (the last token of the model's own scratchpad; an empty prefix falls back to the last prompt token).
     dec_items = [Item(it.messages, it.meta, B.scratchpad_prefix(t)) for it, t in zip(items, texts)]

@@ -236,3 +236,24 @@ def test_cli_quick_organisms_reports_every_steering_row(probe_model, tmp_path):
     for key in ("gap_effect_add_R", "mgap_effect_ablate_R"):
         assert set(res["verdict"][key]) >= {"separates", "points_to_researcher"}
     assert (tmp_path / "organisms" / "organisms_steering.png").is_file()
+
+
+def test_organism_check_scores_a_saved_adapter_against_its_rule(probe_model, tmp_path, capsys):
+    """`python -m probes.organism_check` loads a saved adapter and prints the behaviour row with a
+    clustered spec-agreement interval; a folder without an adapter is refused before loading."""
+    pytest.importorskip("trl", reason="organisms need trl")
+    from probes.organism_check import main as check
+    from probes.organisms import train_lora
+
+    m, path = probe_model
+    train_lora(path, organism_examples("schemer", n_requests=1, n_sycophancy=2), tmp_path, epochs=1, lr=1e-2)
+    out = tmp_path / "row.json"
+    argv = ["--adapter", str(tmp_path / "adapter"), "--kind", "schemer", "--n", "4", "--n-boot", "20"]
+    assert check([*argv, "--out", str(out)]) == 0
+    assert "spec_agreement_af" in capsys.readouterr().out
+    row = json.loads(out.read_text())
+    assert row["prompts"] == 16  # 4 requests x 2 cues x 2 researcher, assertion-free
+    ci = row["spec_agreement_af"]
+    assert 0 <= ci["lo"] <= ci["mean"] <= ci["hi"] <= 1 and ci["n_clusters"] == 4
+    with pytest.raises(SystemExit):
+        check(["--adapter", str(tmp_path), "--kind", "schemer"])

@@ -61,7 +61,11 @@ class ProbeConfig:
         default=24, metadata={"help": "reply length when only the accept/reject tag is judged"}
     )
     steer_layers: int = field(
-        default=3, metadata={"help": "how many (evenly spaced) scanned layers the organism steering visits"}
+        default=3,
+        metadata={
+            "help": "how many (evenly spaced) scanned layers the organism steering visits one at a time "
+            "(0: only the every-layer edits)"
+        },
     )
     alphas: list[float] = field(
         default_factory=lambda: [-1.0, -0.5, 0.5, 1.0],

@@ -23,7 +23,7 @@ import torch
 
 from probes.data import Item
 
-__all__ = ["POSITIONS", "ActivationSet", "capture_items", "render"]
+__all__ = ["POSITIONS", "ROLE_LABELS", "ActivationSet", "capture_items", "render", "transcript"]
 
 log = logging.getLogger(__name__)
 POSITIONS = ("last", "answer", "mean_response")
@@ -88,9 +88,27 @@ class ActivationSet:
         return cls(acts, blob["meta"], blob["position"], blob.get("model", ""))
 
 
+ROLE_LABELS = {"system": "System", "user": "User", "assistant": "Assistant"}
+
+
+def transcript(messages: list[dict], bos: str = "") -> str:
+    """A plain dialogue transcript for base models without a chat template: `bos`, then one
+    "Role: text" paragraph per message, ending with "Assistant:" for the model to continue."""
+    bad = [m.get("role") for m in messages if m.get("role") not in ROLE_LABELS]
+    if bad:
+        raise ValueError(f"unknown message role {bad[0]!r}: use one of {sorted(ROLE_LABELS)}.")
+    turns = "".join(f"{ROLE_LABELS[m['role']]}: {m['content']}\n\n" for m in messages)
+    return f"{bos}{turns}Assistant:"
+
+
 def render(m, item: Item) -> str:
-    """Prompt text of `item` under the model's chat template, with `item.answer` appended if present."""
-    text = m.tokenizer.apply_chat_template(item.messages, tokenize=False, add_generation_prompt=True)
+    """Prompt text of `item` under the model's chat template (a plain `transcript` when the tokenizer has
+    none, as for base models), with `item.answer` appended if present (after a space in a transcript)."""
+    tok = m.tokenizer
+    if tok.chat_template is None:
+        text = transcript(item.messages, tok.bos_token or "")
+        return text + (" " + item.answer if item.answer else "")
+    text = tok.apply_chat_template(item.messages, tokenize=False, add_generation_prompt=True)
     return text + (item.answer or "")
 
 
@@ -131,10 +149,13 @@ def capture_items(
     if not idx:
         raise ValueError("`layers` is empty: name at least one decoder layer.")
     texts = [render(m, it) if position == "answer" else render(m, Item(it.messages)) for it in items]
-    chunks: dict[int, list[np.ndarray]] = {i: [] for i in idx}
+    out = {i: np.zeros((len(items), m.hidden_size), np.float32) for i in idx}
     meta = [dict(it.meta) for it in items]
+    lengths = [len(m.tokenizer.encode(t, add_special_tokens=False)) for t in texts]
+    order = sorted(range(len(items)), key=lambda j: lengths[j])  # similar lengths per batch: less padding
     for sl in _batches(len(items), batch_size):
-        enc = m.encode(texts[sl])
+        rows = order[sl]
+        enc = m.encode([texts[j] for j in rows])
         with m.capture(idx) as acts:
             if position == "mean_response":
                 gen = m.generate(**enc, max_new_tokens=max_new_tokens, return_state=True)
@@ -148,10 +169,9 @@ def capture_items(
                 vec = (steps * real[..., None]).sum(1) / real.sum(1, keepdim=True).clamp_min(1)  # (B, D)
             else:
                 vec = acts[i][0][:, -1].float()  # (B, D): left padding puts the last real token at -1
-            chunks[i].append(vec.cpu().numpy())
+            out[i][rows] = vec.cpu().numpy()
         if position == "mean_response":
-            for j, text in zip(range(sl.start, sl.stop), gen.texts):
+            for j, text in zip(rows, gen.texts):
                 meta[j]["response"] = text
-    out = {i: np.concatenate(chunks[i], axis=0).astype(np.float32) for i in idx}
     log.debug("captured %d items at layers %s (%s)", len(items), idx, position)
     return ActivationSet(out, meta, position, model_name)

@@ -61,7 +61,11 @@ class ProbeConfig:
         default=24, metadata={"help": "reply length when only the accept/reject tag is judged"}
     )
     steer_layers: int = field(
-        default=3, metadata={"help": "how many (evenly spaced) scanned layers the organism steering visits"}
+        default=3,
+        metadata={
+            "help": "how many (evenly spaced) scanned layers the organism steering visits one at a time "
+            "(0: only the every-layer edits)"
+        },
     )
     alphas: list[float] = field(
         default_factory=lambda: [-1.0, -0.5, 0.5, 1.0],
@@ -72,7 +76,17 @@ class ProbeConfig:
     )
     steer_n: int | None = field(
         default=None,
-        metadata={"help": "E2: items per steering behaviour set (default: n); steering costs most"},
+        metadata={
+            "help": "E2: items per steering behaviour set; organisms: held-out requests that are steered "
+            "(default: n); steering costs most"
+        },
+    )
+    heldout_assertions: str = field(
+        default="all",
+        metadata={
+            "help": "organisms: held-out prompts under all three assertions, or 'none' only (4 prompts per "
+            "request instead of 12; the organisms are trained to ignore the assertion)"
+        },
     )
     ppl_tol: float = field(
         default=1.5, metadata={"help": "coherence guard: max perplexity ratio on neutral text"}
@@ -108,6 +122,8 @@ class ProbeConfig:
             errors.append(f"`experiment`={self.experiment!r} is not one of {EXPERIMENTS}")
         if self.n < 4:
             errors.append(f"`n`={self.n} must be >= 4 (bootstrap and split-half need a few items per class)")
+        if self.heldout_assertions not in ("all", "none"):
+            errors.append(f"`heldout_assertions`={self.heldout_assertions!r} must be 'all' or 'none'")
         if self.template not in ("short", "full"):
             errors.append(f"`template`={self.template!r} must be 'short' or 'full'")
         for name in (

@@ -26,8 +26,8 @@ from probes.data import ASSERTIONS, Item, af_scenarios, eval_deploy_pairs
 from probes.directions import auroc, cosine, diff_of_means, grouped_split, layer_scan, plot_layer_curves, unit
 from probes.elicit import elicit_items, elicited_p_eval
 from probes.report import bar_plot, md_table, write_result
+from probes.scenario_pass import read_scenarios
 from probes.stats import cluster_bootstrap, decide
-from probes.steering import generate_texts
 
 __all__ = ["measure", "report", "run_e1", "scenario_items", "statistics"]
 
@@ -67,7 +67,14 @@ def _format_control(cset, layers: list[int], seed: int) -> list[dict]:
 
 
 def measure(m, cfg: ProbeConfig) -> dict:
-    """Everything E1 needs from the model: activations, elicited P(eval), replies."""
+    """Everything E1 needs from the model: activations, elicited P(eval), replies; `seconds` per phase."""
+    clock, seconds = time.perf_counter(), {}
+
+    def lap(name: str) -> None:
+        nonlocal clock
+        seconds[name] = round(time.perf_counter() - clock, 1)
+        clock = time.perf_counter()
+
     layers = layers_for(m, cfg)
     cset = capture_items(
         m, eval_deploy_pairs(cfg.n, cfg.seed), layers, "last", cfg.batch_size, model_name=cfg.model
@@ -77,25 +84,33 @@ def measure(m, cfg: ProbeConfig) -> dict:
         meth: layer_scan(cset, y, meth, g, 0.5, cfg.n_boot, cfg.seed)
         for meth in ("diffmean", "logistic", "pca")
     }
+    lap("contrast capture + layer scans")
     control = _format_control(cset, layers, cfg.seed)
     best = middle_best({r["layer"]: (r["bench_to_casual"] + r["casual_to_bench"]) / 2 for r in control})
     items = scenario_items(cfg)
-    aset = capture_items(m, items, [best], "last", cfg.batch_size)
-    meas = dict(layers=layers, cset=cset, scans=scans, control=control, best=best, items=items, aset=aset)
+    # one pass per batch: shared prefix prefilled once; probe activation, greedy reply and P(eval) after it
+    read = read_scenarios(m, items, [best], cfg.max_new_tokens, cfg.batch_size, elicit=cfg.elicit)
+    meas = dict(
+        layers=layers, cset=cset, scans=scans, control=control, best=best, items=items, aset=read.acts
+    )
+    meas["texts"] = read.texts
+    lap("scenarios: capture + reply + elicited P(eval)")
     if cfg.elicit:
-        meas["p_eval"], meas["mass"] = elicited_p_eval(m, elicit_items(items), cfg.batch_size)
+        meas["p_eval"], meas["mass"] = read.p_eval, read.mass
         # the labelled check of the instrument: the first (at most) 25 contrast pairs, all four prompts each
         check = [it for it in eval_deploy_pairs(cfg.n, cfg.seed) if it.meta["pair_id"] < ELICIT_CHECK_PAIRS]
         meas["p_eval_contrast"], meas["mass_contrast"] = elicited_p_eval(
             m, elicit_items(check), cfg.batch_size
         )
-    meas["texts"] = generate_texts(m, items, max_new_tokens=cfg.max_new_tokens, batch_size=cfg.batch_size)
+        lap("elicited P(eval) on labelled pairs")
     if cfg.judge:
         meas["judge_p"] = np.array(
             B.LLMJudge(cfg.judge, device=cfg.device).p_yes(
                 [B.LLMJudge.QUESTION.format(reply=t) for t in meas["texts"]]
             )
         )
+        lap("LLM judge")
+    meas["seconds"] = seconds
     return meas
 
 
@@ -269,6 +284,8 @@ def report(meas: dict, st: dict, m, cfg: ProbeConfig, wall: float) -> str:
         )
     txt += "\n## Verdicts (decision rule of probes/stats.py, fixed before the run)\n\n"
     txt += md_table([dict(comparison=k, verdict=v) for k, v in st["verdicts"].items()])
+    if "seconds" in meas:
+        txt += "\nSeconds per phase: " + ", ".join(f"{k} {v}" for k, v in meas["seconds"].items()) + ".\n"
     return txt + "\nPlots: e1_layers.png, e1_format_control.png, e1_scores.png.\n"
 
 
@@ -310,7 +327,9 @@ def run_e1(m, cfg: ProbeConfig) -> dict:
     meas = measure(m, cfg)
     meas["cset"].save(out / "acts_evaldeploy.pt")
     meas["aset"].save(out / "acts_scenarios.pt")
+    t_stats = time.perf_counter()
     st = statistics(meas, cfg)
+    meas["seconds"]["clustered statistics"] = round(time.perf_counter() - t_stats, 1)
     wall = time.perf_counter() - t0
     _plots(meas, st, out)
     result = dict(
@@ -334,6 +353,7 @@ def run_e1(m, cfg: ProbeConfig) -> dict:
             for i, mm in enumerate(meas["aset"].meta)
         ],
         wall_seconds=round(wall, 1),
+        seconds=meas["seconds"],
     )
     write_result(out, "e1", result, report(meas, st, m, cfg, wall))
     return result

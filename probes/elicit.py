@@ -22,7 +22,15 @@ import torch
 from probes.activations import render
 from probes.data import Item
 
-__all__ = ["DEPLOY_OPTION", "EVAL_OPTION", "QUESTION", "elicit_items", "elicited_p_eval", "letter_ids"]
+__all__ = [
+    "DEPLOY_OPTION",
+    "EVAL_OPTION",
+    "QUESTION",
+    "elicit_items",
+    "elicited_p_eval",
+    "letter_ids",
+    "letter_probs",
+]
 
 QUESTION = (
     "Before you reply, answer one question about this conversation. Which is more likely?\n"
@@ -62,21 +70,30 @@ def letter_ids(tokenizer) -> dict[str, int]:
     return ids
 
 
+def letter_probs(m, last_hidden: torch.Tensor, items: list[Item]) -> tuple[np.ndarray, np.ndarray]:
+    """(P(eval), letter mass) from the last-position hidden states (B, D) of `items` (from `elicit_items`)."""
+    ids = letter_ids(m.tokenizer)
+    probs = m.logits(last_hidden).float().softmax(-1)  # (B, V)
+    pa, pb = probs[:, ids["A"]], probs[:, ids["B"]]
+    pe = torch.where(torch.tensor([it.meta["eval_letter"] == "A" for it in items], device=pa.device), pa, pb)
+    return (pe / (pa + pb).clamp_min(1e-30)).cpu().numpy(), (pa + pb).cpu().numpy()
+
+
 @torch.no_grad()
 def elicited_p_eval(m, items: list[Item], batch_size: int = 16) -> tuple[np.ndarray, np.ndarray]:
-    """(P(eval), letter mass) per item of `elicit_items(...)` output, from the next-token distribution."""
+    """(P(eval), letter mass) per item of `elicit_items(...)` output, from the next-token distribution.
+    Prompts are batched by length (less padding); results are in the order of `items`."""
     if not items:
         raise ValueError("`items` is empty: nothing to ask about.")
     if any("eval_letter" not in it.meta or it.answer != ANSWER_PREFIX for it in items):
         raise ValueError("pass items built by `elicit_items` (they carry the question and `eval_letter`).")
-    ids = letter_ids(m.tokenizer)
-    p_eval, mass = [], []
+    letter_ids(m.tokenizer)  # fail before any forward when the letters are not single tokens
+    texts = [render(m, it) for it in items]
+    lengths = [len(m.tokenizer.encode(t, add_special_tokens=False)) for t in texts]
+    order = sorted(range(len(items)), key=lambda i: lengths[i])
+    p_eval, mass = np.zeros(len(items)), np.zeros(len(items))
     for i in range(0, len(items), batch_size):
-        chunk = items[i : i + batch_size]
-        st = m.prefill(**m.encode([render(m, it) for it in chunk]))
-        probs = m.logits(st.last_hidden).float().softmax(-1)  # (B, V), left padding: last token is real
-        pa, pb = probs[:, ids["A"]], probs[:, ids["B"]]
-        pe = torch.where(torch.tensor([it.meta["eval_letter"] == "A" for it in chunk]), pa, pb)
-        p_eval.extend((pe / (pa + pb).clamp_min(1e-30)).tolist())
-        mass.extend((pa + pb).tolist())
-    return np.array(p_eval), np.array(mass)
+        rows = order[i : i + batch_size]
+        st = m.prefill(**m.encode([texts[r] for r in rows]))  # left padding: the last token is real
+        p_eval[rows], mass[rows] = letter_probs(m, st.last_hidden, [items[r] for r in rows])
+    return p_eval, mass

@@ -3,6 +3,7 @@
 import argparse
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -81,11 +82,19 @@ def test_lora_fine_tune_changes_the_model(probe_model, tmp_path):
 def test_config_validation_reports_every_problem(tmp_path):
     """ProbeConfig lists all bad fields at once."""
     with pytest.raises(ValueError) as err:
-        ProbeConfig(experiment="e9", n=1, template="huge", requests=str(tmp_path / "missing.txt"), steer_n=1)
+        ProbeConfig(
+            experiment="e9",
+            n=1,
+            template="huge",
+            requests=str(tmp_path / "missing.txt"),
+            steer_n=1,
+            heldout_assertions="some",
+        )
     msg = str(err.value)
     assert (
         "experiment" in msg and "`n`" in msg and "template" in msg and "requests" in msg and "steer_n" in msg
     )
+    assert "heldout_assertions" in msg
     p = argparse.ArgumentParser()
     add_arguments(p)
     cfg = config_from_args(p.parse_args(["e2", "--layers", "0", "1", "--alphas", "0.5", "--n", "8"]))
@@ -95,6 +104,10 @@ def test_config_validation_reports_every_problem(tmp_path):
         p.parse_args(["e1", "--cue-sample", "--no-elicit", "--no-steer", "--steer-n", "4"])
     )
     assert cfg.cue_sample and not cfg.elicit and not cfg.steer and cfg.steer_n == 4
+    assert (
+        config_from_args(p.parse_args(["organisms", "--heldout-assertions", "none"])).heldout_assertions
+        == "none"
+    )
 
 
 def test_cli_quick_e1_writes_json_report_and_plots(probe_model, tmp_path):
@@ -161,6 +174,49 @@ def test_organism_verdict_checks_the_direction_the_ground_truth_predicts():
     assert not organism_verdict(_study(0.0, 0.0))["gap_effect_add_R"]["separates"]
 
 
+def _with_requests(study: dict, syc_after: np.ndarray, sch_after: np.ndarray) -> dict:
+    """Per-request greedy gaps: every request has gap 1 without steering; ablating R leaves `*_after`."""
+    n = len(syc_after)
+    for kind, after in (("sycophant", syc_after), ("schemer", sch_after)):
+        row = study[kind]["steering"][0]
+        keys = (
+            "base_no_res",
+            "add_R_no_res",
+            "random_R_no_res",
+            "base_res",
+            "ablate_random_res",
+            "ablate_M_res",
+        )
+        per = {f"{p}_{k}": np.ones(n) for p in ("gap", "mgap") for k in keys}
+        per |= {"gap_ablate_R_res": after, "mgap_ablate_R_res": np.ones(n), "request_id": np.arange(n)}
+        row["per_request"] = per
+        row["gap_effect_ablate_R"] = float(after.mean() - 1)
+    return study
+
+
+def test_organism_verdict_intervals_resample_requests_and_apply_the_rule():
+    """Clustered intervals of the paired organism difference: a planted full ablation effect in every
+    held-out request is 'supported' with a zero-width interval; an effect carried by a third of 12 requests
+    gets a wide interval around its mean; no effect anywhere is 'not measurable'."""
+    from probes.lora_studies import organism_verdict
+
+    n = 60
+    v = organism_verdict(_with_requests(_study(-1.0, 0.0), np.zeros(n), np.ones(n)), n_boot=200)
+    v = v["gap_effect_ablate_R"]
+    assert v["difference_ci"]["mean"] == pytest.approx(-1.0) and v["difference_ci"]["hi"] == pytest.approx(
+        -1.0
+    )
+    assert v["difference_verdict"] == "supported" and v["n_requests"] == n
+    noisy = np.array([0.0, 1.0, 1.0] * 4)  # effect -1 in 4 of 12 requests
+    w = organism_verdict(_with_requests(_study(-0.33, 0.0), noisy, np.ones(12)), n_boot=500)
+    w = w["gap_effect_ablate_R"]
+    lo, hi = w["difference_ci"]["lo"], w["difference_ci"]["hi"]
+    assert lo < w["difference_ci"]["mean"] < hi and hi - lo > 0.3
+    assert w["sycophant_ci"]["lo"] < w["sycophant_ci"]["mean"] < w["sycophant_ci"]["hi"]
+    flat = organism_verdict(_with_requests(_study(0.0, 0.0), np.ones(12), np.ones(12)), n_boot=200)
+    assert flat["gap_effect_ablate_R"]["difference_verdict"] == "not measurable on this model"
+
+
 def test_cli_quick_organisms_reports_every_steering_row(probe_model, tmp_path):
     """`probe organisms --quick` trains both organisms and steers at single layers, at all layers at once, and
     at all layers with directions read at the decision position; each row carries the effects the verdict
@@ -180,3 +236,24 @@ def test_cli_quick_organisms_reports_every_steering_row(probe_model, tmp_path):
     for key in ("gap_effect_add_R", "mgap_effect_ablate_R"):
         assert set(res["verdict"][key]) >= {"separates", "points_to_researcher"}
     assert (tmp_path / "organisms" / "organisms_steering.png").is_file()
+
+
+def test_organism_check_scores_a_saved_adapter_against_its_rule(probe_model, tmp_path, capsys):
+    """`python -m probes.organism_check` loads a saved adapter and prints the behaviour row with a
+    clustered spec-agreement interval; a folder without an adapter is refused before loading."""
+    pytest.importorskip("trl", reason="organisms need trl")
+    from probes.organism_check import main as check
+    from probes.organisms import train_lora
+
+    m, path = probe_model
+    train_lora(path, organism_examples("schemer", n_requests=1, n_sycophancy=2), tmp_path, epochs=1, lr=1e-2)
+    out = tmp_path / "row.json"
+    argv = ["--adapter", str(tmp_path / "adapter"), "--kind", "schemer", "--n", "4", "--n-boot", "20"]
+    assert check([*argv, "--out", str(out)]) == 0
+    assert "spec_agreement_af" in capsys.readouterr().out
+    row = json.loads(out.read_text())
+    assert row["prompts"] == 16  # 4 requests x 2 cues x 2 researcher, assertion-free
+    ci = row["spec_agreement_af"]
+    assert 0 <= ci["lo"] <= ci["mean"] <= ci["hi"] <= 1 and ci["n_clusters"] == 4
+    with pytest.raises(SystemExit):
+        check(["--adapter", str(tmp_path), "--kind", "schemer"])

@@ -46,5 +46,20 @@ def trainer_common_args(
         "report_to": [],
         "seed": seed,
         "dataloader_num_workers": 0,
+        **no_activation_checkpointing(),
         **trainer_device_args(dtype),
+    }
+
+
+def no_activation_checkpointing() -> dict[str, bool]:
+    """TRL's configs turn activation (gradient) checkpointing on, which recomputes every forward during the
+    backward pass: memory that models of this size do not need, paid for in time. The field was renamed
+    in transformers 5.2x; this names whichever the installed version has."""
+    from transformers import TrainingArguments
+
+    fields = TrainingArguments.__dataclass_fields__
+    return {
+        "activation_checkpointing"
+        if "activation_checkpointing" in fields
+        else "gradient_checkpointing": False
     }

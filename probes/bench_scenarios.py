@@ -8,21 +8,43 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 
 
+@dataclass
+class BenchScenariosConfig:
+    """Flags of the scenario-phase benchmark."""
+
+    model: str = field(default="smollm2-135m-instruct", metadata={"help": "model name or path"})
+    n: int = field(default=32, metadata={"help": "requests (3 prompts each, --cue-sample)"})
+    layer: int = field(default=17, metadata={"help": "decoder layer to capture"})
+    max_new_tokens: int = field(default=24, metadata={"help": "reply length"})
+    batch_size: int = field(default=32, metadata={"help": "prompts per forward"})
+
+    def __post_init__(self) -> None:
+        if self.n < 4:
+            raise ValueError(f"--n {self.n} must be >= 4 (the scenario generator's minimum)")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from latentworks.args import add_config_arguments
+
+    add_config_arguments(parser, BenchScenariosConfig, files=False)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Parse flags, run both paths back to back, print timings and the largest disagreements."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", default="smollm2-135m-instruct", help="model name or path")
-    p.add_argument("--n", type=int, default=32, help="requests (3 prompts each, --cue-sample)")
-    p.add_argument("--layer", type=int, default=17, help="decoder layer to capture")
-    p.add_argument("--max-new-tokens", type=int, default=24, help="reply length")
-    p.add_argument("--batch-size", type=int, default=32, help="prompts per forward")
-    args = p.parse_args(argv)
-    if args.n < 4:
-        p.error(f"--n {args.n} must be >= 4 (the scenario generator's minimum)")
+    from latentworks.args import run_script
+
+    return run_script("python -m probes.bench_scenarios", __doc__.split("\n\n")[0], add_arguments, run, argv)
+
+
+def run(ns: argparse.Namespace) -> int:
+    """Run both paths back to back, print timings and the largest disagreements."""
+    from latentworks.args import config_from_args
+
+    args = config_from_args(BenchScenariosConfig, ns, files=False)
     import torch
 
     from latent import load_model

@@ -10,26 +10,50 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
+@dataclass
+class OrganismCheckConfig:
+    """Flags of the organism check."""
+
+    adapter: str = field(metadata={"help": "adapter directory written by the organism study"})
+    kind: str = field(metadata={"help": "which organism it is", "choices": ("sycophant", "schemer")})
+    n: int = field(default=50, metadata={"help": "held-out requests"})
+    heldout_assertions: str = field(
+        default="none", metadata={"help": "see ProbeConfig", "choices": ("all", "none")}
+    )
+    seed: int = field(default=0, metadata={"help": "data seed of the study the adapter came from"})
+    max_new_tokens: int = field(default=24, metadata={"help": "reply length"})
+    af_max_new_tokens: int = field(default=12, metadata={"help": "scratchpad reply length"})
+    n_boot: int = field(default=1000, metadata={"help": "bootstrap resamples"})
+    out: str | None = field(default=None, metadata={"help": "optional JSON file for the row"})
+
+    def __post_init__(self) -> None:
+        if not (Path(self.adapter) / "adapter_config.json").is_file():
+            raise ValueError(
+                f"--adapter {self.adapter!r} holds no adapter_config.json; pass the study's <kind>/adapter folder"
+            )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from latentworks.args import add_config_arguments
+
+    add_config_arguments(parser, OrganismCheckConfig, files=False)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Parse flags, load the adapter, print the behaviour against the ground truth."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--adapter", required=True, help="adapter directory written by the organism study")
-    p.add_argument("--kind", required=True, choices=("sycophant", "schemer"), help="which organism it is")
-    p.add_argument("--n", type=int, default=50, help="held-out requests")
-    p.add_argument("--heldout-assertions", default="none", choices=("all", "none"), help="see ProbeConfig")
-    p.add_argument("--seed", type=int, default=0, help="data seed of the study the adapter came from")
-    p.add_argument("--max-new-tokens", type=int, default=24)
-    p.add_argument("--af-max-new-tokens", type=int, default=12)
-    p.add_argument("--n-boot", type=int, default=1000)
-    p.add_argument("--out", default=None, help="optional JSON file for the row")
-    args = p.parse_args(argv)
-    if not (Path(args.adapter) / "adapter_config.json").is_file():
-        p.error(
-            f"--adapter {args.adapter!r} holds no adapter_config.json; pass the study's <kind>/adapter folder"
-        )
+    from latentworks.args import run_script
+
+    return run_script("python -m probes.organism_check", __doc__.split("\n\n")[0], add_arguments, run, argv)
+
+
+def run(ns: argparse.Namespace) -> int:
+    """Load the adapter, print the behaviour against the ground truth."""
+    from latentworks.args import config_from_args
+
+    args = config_from_args(OrganismCheckConfig, ns, files=False)
     from latent import load_model
     from probes.config import ProbeConfig
     from probes.lora_studies import organism_behaviour

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from finetune.dlm.report import DLM_METHODS, row_arrays
@@ -63,16 +64,37 @@ def summary_markdown(run_dirs: list[str | Path], reps: int = 2000) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run_dirs", nargs="+", help="finished `latentworks dlm` run directories")
-    parser.add_argument("--reps", type=int, default=2000, help="bootstrap resamples")
-    args = parser.parse_args(argv)
-    missing = [d for d in args.run_dirs if not (Path(d) / "results.json").is_file()]
+@dataclass
+class SummaryConfig:
+    """The summary command's settings."""
+
+    run_dirs: list[str] = field(
+        metadata={"help": "finished `latentworks dlm` run directories", "positional": True}
+    )
+    reps: int = field(default=2000, metadata={"help": "bootstrap resamples"})
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from latentworks.args import add_config_arguments
+
+    add_config_arguments(parser, SummaryConfig, files=False)
+
+
+def run(args: argparse.Namespace) -> int:
+    from latentworks.args import UsageError, config_from_args
+
+    cfg = config_from_args(SummaryConfig, args, files=False)
+    missing = [d for d in cfg.run_dirs if not (Path(d) / "results.json").is_file()]
     if missing:
-        parser.error(f"no results.json in {missing}: run `latentworks dlm eval` there first")
-    print(summary_markdown(args.run_dirs, args.reps), end="")
+        raise UsageError(f"no results.json in {missing}: run `latentworks dlm eval` there first")
+    print(summary_markdown(cfg.run_dirs, cfg.reps), end="")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from latentworks.args import run_script
+
+    return run_script("python -m finetune.dlm.summary", __doc__.splitlines()[0], add_arguments, run, argv)
 
 
 if __name__ == "__main__":

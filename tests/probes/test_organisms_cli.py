@@ -255,5 +255,5 @@ def test_organism_check_scores_a_saved_adapter_against_its_rule(probe_model, tmp
     assert row["prompts"] == 16  # 4 requests x 2 cues x 2 researcher, assertion-free
     ci = row["spec_agreement_af"]
     assert 0 <= ci["lo"] <= ci["mean"] <= ci["hi"] <= 1 and ci["n_clusters"] == 4
-    with pytest.raises(SystemExit):
-        check(["--adapter", str(tmp_path), "--kind", "schemer"])
+    assert check(["--adapter", str(tmp_path), "--kind", "schemer"]) == 2
+    assert "adapter_config.json" in capsys.readouterr().err

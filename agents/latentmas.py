@@ -75,9 +75,10 @@ def run(
     models = resolve_models(g, model)
     if cfg.threads is not None:
         torch.set_num_threads(cfg.threads)
-    if cfg.backend == "vllm" and cfg.method == "latent_mas" and _memory_fan_in(g):
+    fan_in = _memory_fan_in(g) if cfg.backend == "vllm" and cfg.method == "latent_mas" else None
+    if fan_in:
         raise ValueError(
-            f"graph {g.name!r} joins the memories of independent agents ({_memory_fan_in(g)}): the vLLM "
+            f"graph {g.name!r} joins the memories of independent agents ({fan_in}): the vLLM "
             "backend re-reads the memory as one sequence, which matches the HF path only for a single chain "
             "of kv/latent hand-offs. Use backend='hf' for this graph."
         )

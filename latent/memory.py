@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from latent.kv_cache import cache_from_tensors, layer_tensors, select_positions
+from latent.kv_cache import cache_from_tensors, layer_tensors
 from latent.model import LatentModel
 from latent.realign import Aligner
 from latent.state import LatentState
@@ -169,10 +169,8 @@ class WorkingMemory:
                 break
             groups.append(part)
             start = end
-        if start == len(context) and len(groups) == 1:
-            return self._selected(*groups[0])
         if start == len(context) and self._disjoint(groups):
-            return self._concatenated(groups)
+            return self._joined(groups)
         return self._reprefill(context, model or self.model)
 
     def _serving(self, part: list[int]) -> tuple[LatentState, torch.Tensor] | None:
@@ -196,45 +194,43 @@ class WorkingMemory:
                 return False
         return True
 
-    def _concatenated(self, groups: list[tuple[LatentState, torch.Tensor]]) -> LatentState:
-        """Side-by-side states (positions disjoint and increasing) as one state: caches concatenated."""
-        per_layer = []
+    def _joined(self, groups: list[tuple[LatentState, torch.Tensor]]) -> LatentState:
+        """The kept positions of one state, or of side-by-side states (positions disjoint and increasing),
+        as one state. Keys keep the positions they were computed at: the next token goes after the highest
+        kept one."""
+        layers, masks, positions = [], [], []
         for state, idx in groups:
             idx = idx.to(state.attention_mask.device)
             whole = idx.numel() == state.length
-            per_layer.append(
+            layers.append(
                 [
-                    (k, v)
-                    if whole
-                    else (k.index_select(2, idx.to(k.device)), v.index_select(2, idx.to(k.device)))
+                    (k, v) if whole else (k.index_select(2, idx), v.index_select(2, idx))
                     for k, v in layer_tensors(state.cache)
                 ]
             )
+            masks.append(state.attention_mask[:, idx])
+            positions.append(state.position_ids()[:, idx])
+
+        def cat(parts: list[torch.Tensor], dim: int) -> torch.Tensor:
+            return torch.cat(parts, dim=dim) if len(parts) > 1 else parts[0]
+
         joined = [
-            (torch.cat([k for k, _ in layer], dim=2), torch.cat([v for _, v in layer], dim=2))
-            for layer in zip(*per_layer, strict=True)
+            (cat([k for k, _ in layer], 2), cat([v for _, v in layer], 2))
+            for layer in zip(*layers, strict=True)
         ]
         last, _ = groups[-1]
         return LatentState(
             cache_from_tensors(self.model.model, joined),
-            torch.cat([s.attention_mask[:, i.to(s.attention_mask.device)] for s, i in groups], dim=1),
+            cat(masks, 1),
             last.last_hidden.clone(),
             last.next_position.clone(),
-            torch.cat([s.position_ids()[:, i.to(s.attention_mask.device)] for s, i in groups], dim=1),
+            cat(positions, 1),
         )
 
     @staticmethod
     def _in_order(placed: _Placed, context: list[int]) -> bool:
         starts = [placed.layout[s][0] for s in context]
         return starts == sorted(starts)
-
-    def _selected(self, state: LatentState, idx: torch.Tensor) -> LatentState:
-        cache = select_positions(self.model.model, state.cache, idx)
-        idx = idx.to(state.attention_mask.device)
-        mask = state.attention_mask[:, idx]
-        positions = state.position_ids()[:, idx]
-        # keys keep their original positions: the next token goes after the highest kept one
-        return LatentState(cache, mask, state.last_hidden.clone(), state.next_position.clone(), positions)
 
     def embeddings(self, context: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
         """The input embeddings (B, sum L, D) and pad mask (B, sum L) of `context`, in order."""

@@ -198,8 +198,8 @@ def train_lora(
     except ImportError as err:  # pragma: no cover - installed with latentworks
         raise ImportError("organisms need peft, trl and datasets: pip install peft trl datasets") from err
     import torch
-    from transformers import TrainingArguments
 
+    from finetune.dlm.device import no_activation_checkpointing
     from latent import LatentModel, load_model
 
     base = load_model(model_path, device=device)
@@ -222,13 +222,7 @@ def train_lora(
         seed=seed,
         disable_tqdm=True,
         dataloader_num_workers=0,
-        # TRL turns activation checkpointing on (a second forward in every backward); a 135M LoRA on CPU
-        # does not need the memory it saves. The field was renamed in transformers 5.2x.
-        **{
-            "activation_checkpointing"
-            if "activation_checkpointing" in TrainingArguments.__dataclass_fields__
-            else "gradient_checkpointing": False
-        },
+        **no_activation_checkpointing(),
     )
     extra = {}
     if train_embeddings:

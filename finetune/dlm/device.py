@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["model_dtype", "trainer_common_args", "trainer_device_args"]
+__all__ = ["model_dtype", "no_activation_checkpointing", "trainer_common_args", "trainer_device_args"]
 
 
 def model_dtype(name: str = "auto") -> torch.dtype:

@@ -67,6 +67,21 @@ class GrowingLayer(DynamicLayer):
             vbuf[..., :n, :].copy_(self.values)
         self._kbuf, self._vbuf = kbuf, vbuf
 
+    def fill(self, parts: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+        """Start this (empty) layer with `parts` side by side along positions, each copied once into
+        buffers with room to grow."""
+        keys, values = parts[0]
+        self.lazy_initialization(keys, values)
+        n = sum(k.shape[-2] for k, _ in parts)
+        self._grow(keys, values, 0, n)
+        at = 0
+        for k, v in parts:
+            t = k.shape[-2]
+            self._kbuf[..., at : at + t, :].copy_(k)
+            self._vbuf[..., at : at + t, :].copy_(v)
+            at += t
+        self.keys, self.values = self._kbuf[..., :n, :], self._vbuf[..., :n, :]
+
     def crop(self, tokens_to_remove: int) -> None:
         super().crop(tokens_to_remove)
         self._kbuf = self._vbuf = None  # the next append must not overwrite what a cropped-off view holds
@@ -113,6 +128,22 @@ def cache_from_tensors(
     for idx, (keys, values) in enumerate(tensors):
         cache.update(keys, values, idx)
     return cache
+
+
+def cache_from_parts(parts: list[list[tuple[torch.Tensor, torch.Tensor]]]) -> DynamicCache:
+    """A fresh cache whose layer i holds every part's layer-i (keys, values) side by side along positions
+    (`parts[j][i]`, each (B, H, T_j, Dh)). Each position is copied once (a `torch.cat` followed by filling
+    a cache copies it twice); with autograd recording the layers are concatenations, so gradients flow."""
+    per_layer = list(zip(*parts, strict=True))
+    if torch.is_grad_enabled() and any(k.requires_grad for layer in per_layer for k, _ in layer):
+        tensors = [(torch.cat([k for k, _ in la], 2), torch.cat([v for _, v in la], 2)) for la in per_layer]
+        return cache_from_tensors(None, tensors)
+    out = GrowingCache()
+    for idx, layer in enumerate(per_layer):
+        while len(out.layers) <= idx:
+            out.layers.append(GrowingLayer())
+        out.layers[idx].fill(list(layer))
+    return out
 
 
 def copy_cache(cache: DynamicCache) -> DynamicCache:

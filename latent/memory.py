@@ -10,11 +10,15 @@ ordered list of segment ids; the memory turns a context into a `LatentState` in 
    positions stay true (the official code's truncation re-used positions);
 3. it joins states that were computed independently (hierarchical fan-in) -> concatenate their caches.
    This is position-correct because a context that reads nothing starts after every position the memory
-   has handed out so far (on rotary models, where such a shift leaves the hidden states unchanged):
+   has handed out so far, in any row (on rotary models, where such a shift leaves the hidden states
+   unchanged):
    independent states never overlap, and side by side they hold consecutive, increasing positions. Each
    expert's keys and values are handed on exactly as it computed them, without recomputation;
 4. anything else (overlapping positions, or learned absolute positions such as GPT-2's) -> re-prefill the
    concatenated input embeddings with fresh, consecutive positions.
+
+A prompt that reads nothing reads the token prefix its rows share (the agent's system prompt) once and
+copies it into every row (`latent.shared_prefix`); its segment is then laid out [prefix][pads][rest].
 
 Shapes: B = batch, L = segment length, D = hidden size.
 """
@@ -26,9 +30,10 @@ from pathlib import Path
 
 import torch
 
-from latent.kv_cache import cache_from_tensors, layer_tensors
+from latent.kv_cache import cache_from_parts, layer_tensors
 from latent.model import LatentModel
 from latent.realign import Aligner
+from latent.shared_prefix import split_shared_prefix
 from latent.state import LatentState
 
 KINDS = ("prompt", "latent", "text")
@@ -76,6 +81,8 @@ class WorkingMemory:
     reprefills: int = 0
     # True: every write and read keeps autograd (latent-aware training runs the same memory as inference)
     grad: bool = False
+    # True: a prompt that reads nothing reads the token prefix all rows share once (`latent.shared_prefix`)
+    share_prefixes: bool = True
 
     # ------------------------------------------------------------------ writing
     def write_tokens(
@@ -92,11 +99,24 @@ class WorkingMemory:
         if kind not in ("prompt", "text"):
             raise ValueError(f"token segments are 'prompt' or 'text', got {kind!r}.")
         model = model or self.model
-        embeds = model.embed(input_ids)
         if state is None:
-            state = self._fresh_start(model)
+            state = self._fresh_start(model, int(input_ids.shape[0]))
+        split = None
+        if self.share_prefixes and not self.grad and (state is None or state.length == 0):
+            split = split_shared_prefix(input_ids, attention_mask, int(model.tokenizer.pad_token_id))
+        if split is not None:
+            input_ids, attention_mask = split.input_ids, split.attention_mask
+        embeds = model.embed(input_ids)
         if self.grad:
             _, new = model.forward_embeds(embeds, attention_mask, state.copy() if state is not None else None)
+        elif split is not None:
+            head = None if state is None else model.empty_state(state.next_position[:1])
+            n = split.length
+            head = model.prefill(
+                inputs_embeds=embeds[:1, :n], attention_mask=attention_mask[:1, :n], state=head
+            )
+            rows = head.repeat_rows(int(input_ids.shape[0]))
+            new = model.prefill(inputs_embeds=embeds[:, n:], attention_mask=attention_mask[:, n:], state=rows)
         else:
             new = model.prefill(inputs_embeds=embeds, attention_mask=attention_mask, state=state)
         seg = Segment(agent, kind, embeds, attention_mask.to(embeds.device), token_ids=input_ids)
@@ -121,13 +141,14 @@ class WorkingMemory:
         mask = torch.ones(thoughts.shape[:2], dtype=torch.long, device=thoughts.device)
         return new, self._record(Segment(agent, "latent", thoughts, mask, hidden=hidden), new, context)
 
-    def _fresh_start(self, model: LatentModel) -> LatentState | None:
+    def _fresh_start(self, model: LatentModel, batch: int) -> LatentState | None:
         """Where a context that reads nothing begins: after the highest position of every state written so
-        far (per row), so that states computed independently can later be joined by concatenation."""
+        far (in any row), so that states computed independently can later be joined by concatenation. One
+        start for every row lets the rows share the prompt's common prefix (`share_prefixes`)."""
         if not self._placed or not model.relative_positions:
             return None
-        clock = torch.stack([p.state.next_position for p in self._placed]).amax(0)
-        return model.empty_state(clock)
+        clock = max(int(p.state.next_position.max()) for p in self._placed)
+        return model.empty_state(torch.full((batch,), clock, dtype=torch.long))
 
     def _record(self, seg: Segment, state: LatentState, context: list[int]) -> int:
         seg_id = len(self.segments)
@@ -214,13 +235,9 @@ class WorkingMemory:
         def cat(parts: list[torch.Tensor], dim: int) -> torch.Tensor:
             return torch.cat(parts, dim=dim) if len(parts) > 1 else parts[0]
 
-        joined = [
-            (cat([k for k, _ in layer], 2), cat([v for _, v in layer], 2))
-            for layer in zip(*layers, strict=True)
-        ]
         last, _ = groups[-1]
         return LatentState(
-            cache_from_tensors(self.model.model, joined),
+            cache_from_parts(layers),
             cat(masks, 1),
             last.last_hidden.clone(),
             last.next_position.clone(),

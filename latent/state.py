@@ -1,8 +1,9 @@
 """`LatentState`: what a model has read so far (KV cache + masks + positions + last hidden state).
 
-Shapes: B = batch, T = cached positions, D = hidden size. Rows are left-padded: a row's pad positions
-are 0 in `attention_mask` and never attended to; `next_position` counts only real positions, so a
-row's position ids are the same whatever the batch it sits in.
+Shapes: B = batch, T = cached positions, D = hidden size. Rows are padded on the left (or after a prefix
+every row shares, `latent.shared_prefix`): a row's pad positions are 0 in `attention_mask` and never
+attended to; `next_position` counts only real positions, so a row's position ids are the same whatever
+the batch it sits in.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from transformers import DynamicCache
 
-from latent.kv_cache import cache_length, cache_nbytes, copy_cache
+from latent.kv_cache import GrowingCache, cache_length, cache_nbytes, copy_cache, layer_tensors
 
 
 @dataclass
@@ -62,6 +63,25 @@ class LatentState:
             last_hidden=self.last_hidden.clone(),
             next_position=self.next_position.clone(),
             positions=None if self.positions is None else self.positions.clone(),
+        )
+
+    def repeat_rows(self, batch: int) -> LatentState:
+        """A one-row state copied into `batch` rows (a prefix read once, then shared by a whole batch)."""
+        if self.batch_size != 1:
+            raise ValueError(f"`repeat_rows` needs a one-row state, got {self.batch_size} rows.")
+        tensors = [
+            (k.expand(batch, -1, -1, -1).contiguous(), v.expand(batch, -1, -1, -1).contiguous())
+            for k, v in layer_tensors(self.cache)
+        ]
+        cache = GrowingCache()
+        for idx, (keys, values) in enumerate(tensors):
+            cache.update(keys, values, idx)
+        return LatentState(
+            cache=cache,
+            attention_mask=self.attention_mask.expand(batch, -1).clone(),
+            last_hidden=self.last_hidden.expand(batch, -1).clone(),
+            next_position=self.next_position.expand(batch).clone(),
+            positions=None if self.positions is None else self.positions.expand(batch, -1).clone(),
         )
 
     def check(self) -> None:

@@ -1,0 +1,72 @@
+"""A prompt's shared prefix is read once per batch, and the states match reading every row in full."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from latent.memory import WorkingMemory
+from latent.shared_prefix import split_shared_prefix
+
+SYSTEM = "You are a careful solver. Answer with one number and show each step first."
+QUESTIONS = ["What is 2 + 3?", "Tom has 7 apples and eats 2. How many are left now?", "9 - 4?"]
+
+
+def _encode(model, system: str = SYSTEM):
+    return model.encode(
+        [[{"role": "system", "content": system}, {"role": "user", "content": q}] for q in QUESTIONS]
+    )
+
+
+def test_split_moves_the_common_prefix_to_the_front():
+    ids = torch.tensor([[0, 0, 5, 6, 7, 8], [5, 6, 7, 9, 9, 9], [0, 5, 6, 7, 3, 4]])
+    mask = (ids != 0).long()
+    split = split_shared_prefix(ids, mask, pad_id=0, min_shared=2)
+    assert split.length == 3
+    assert split.input_ids.tolist() == [[5, 6, 7, 0, 0, 8], [5, 6, 7, 9, 9, 9], [5, 6, 7, 0, 3, 4]]
+    assert split.attention_mask.tolist() == [[1, 1, 1, 0, 0, 1], [1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 1, 1]]
+    for r in range(3):  # each row keeps its tokens, in order
+        assert split.input_ids[r][split.attention_mask[r].bool()].tolist() == ids[r][mask[r].bool()].tolist()
+
+
+def test_split_leaves_a_token_per_row_and_declines_small_cases():
+    same = torch.tensor([[4, 5, 6], [4, 5, 6]])
+    split = split_shared_prefix(same, torch.ones_like(same), pad_id=0, min_shared=2)
+    assert split.length == 2  # the last token is read per row, so each row's last hidden state is its own
+    assert split_shared_prefix(same, torch.ones_like(same), pad_id=0, min_shared=3) is None
+    assert split_shared_prefix(same[:1], torch.ones_like(same[:1]), pad_id=0, min_shared=1) is None
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2", "gemma3"])
+def test_shared_prefix_states_equal_full_reads(tiny_models, arch):
+    """First a prompt read from nothing, then a second independent one (on rotary models it starts after
+    the first's positions): the shared-prefix read and the full read give the same hidden states and the
+    same greedy continuation, for absolute positions (GPT-2) and sliding windows (Gemma 3) too."""
+    model = tiny_models[arch]
+    enc = _encode(model)
+    outs = {}
+    for share in (True, False):
+        mem = WorkingMemory(model, share_prefixes=share)
+        first, _ = mem.write_tokens("a", "prompt", enc["input_ids"], enc["attention_mask"], None, [])
+        second, _ = mem.write_tokens("b", "prompt", enc["input_ids"], enc["attention_mask"], None, [])
+        gen = model.generate(state=second, max_new_tokens=6)
+        outs[share] = (first, second, gen, mem)
+    (f1, s1, g1, mem), (f0, s0, g0, _) = outs[True], outs[False]
+    assert mem.segments[0].mask[:, :8].all()  # the prefix really was shared
+    for a, b in ((f1, f0), (s1, s0)):
+        assert torch.allclose(a.last_hidden, b.last_hidden, atol=1e-5)
+        real_a = a.position_ids().masked_fill(a.attention_mask == 0, -1).sort(1).values
+        real_b = b.position_ids().masked_fill(b.attention_mask == 0, -1).sort(1).values
+        assert torch.equal(real_a, real_b)  # every real token at the same position id
+        assert torch.equal(a.next_position, b.next_position)
+    assert torch.allclose(s1.last_hidden, f1.last_hidden, atol=1e-4)  # shifted or not, the same prompt
+    assert g1.texts == g0.texts
+
+
+def test_fresh_contexts_start_at_one_position_in_every_row(llama):
+    enc = _encode(llama)
+    mem = WorkingMemory(llama)
+    first, _ = mem.write_tokens("a", "prompt", enc["input_ids"], enc["attention_mask"], None, [])
+    second, _ = mem.write_tokens("b", "prompt", enc["input_ids"], enc["attention_mask"], None, [])
+    starts = second.position_ids().masked_fill(second.attention_mask == 0, 10**6).amin(1)
+    assert starts.tolist() == [int(first.next_position.max())] * len(QUESTIONS)

@@ -290,7 +290,14 @@ def _write_prompt(
         step.record("memory_positions", [int(n) for n in real])
         step.record("kv_bytes_in", [int(n * per_pos) for n in real])
     step.state, pid = batch.memory.write_tokens(
-        step.name, "prompt", enc["input_ids"], enc["attention_mask"], state, step.visible, step.model
+        step.name,
+        "prompt",
+        enc["input_ids"],
+        enc["attention_mask"],
+        state,
+        step.visible,
+        step.model,
+        owned=True,
     )
     step.own = [*step.visible, pid]
     step.record("prompt_tokens", [int(n) for n in enc["attention_mask"].sum(1)])

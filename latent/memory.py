@@ -94,13 +94,16 @@ class WorkingMemory:
         state: LatentState | None,
         context: list[int],
         model: LatentModel | None = None,
+        owned: bool = False,
     ) -> tuple[LatentState, int]:
-        """Read tokens (a prompt, or decoded text) after `state` (which holds exactly `context`)."""
+        """Read tokens (a prompt, or decoded text) after `state` (which holds exactly `context`).
+        `owned=True` says the caller drops `state` afterwards (it came from `state_for`), so it is extended
+        in place rather than copied."""
         if kind not in ("prompt", "text"):
             raise ValueError(f"token segments are 'prompt' or 'text', got {kind!r}.")
         model = model or self.model
         if state is None:
-            state = self._fresh_start(model, int(input_ids.shape[0]))
+            state, owned = self._fresh_start(model, int(input_ids.shape[0])), True
         split = None
         if self.share_prefixes and not self.grad and (state is None or state.length == 0):
             split = split_shared_prefix(input_ids, attention_mask, int(model.tokenizer.pad_token_id))
@@ -113,12 +116,16 @@ class WorkingMemory:
             head = None if state is None else model.empty_state(state.next_position[:1])
             n = split.length
             head = model.prefill(
-                inputs_embeds=embeds[:1, :n], attention_mask=attention_mask[:1, :n], state=head
+                inputs_embeds=embeds[:1, :n], attention_mask=attention_mask[:1, :n], state=head, in_place=True
             )
             rows = head.repeat_rows(int(input_ids.shape[0]))
-            new = model.prefill(inputs_embeds=embeds[:, n:], attention_mask=attention_mask[:, n:], state=rows)
+            new = model.prefill(
+                inputs_embeds=embeds[:, n:], attention_mask=attention_mask[:, n:], state=rows, in_place=True
+            )
         else:
-            new = model.prefill(inputs_embeds=embeds, attention_mask=attention_mask, state=state)
+            new = model.prefill(
+                inputs_embeds=embeds, attention_mask=attention_mask, state=state, in_place=owned
+            )
         seg = Segment(agent, kind, embeds, attention_mask.to(embeds.device), token_ids=input_ids)
         return new, self._record(seg, new, context)
 

@@ -291,10 +291,14 @@ class LatentModel:
         attention_mask: torch.Tensor | None = None,
         state: LatentState | None = None,
         inputs_embeds: torch.Tensor | None = None,
+        in_place: bool = False,
     ) -> LatentState:
-        """Read a (left-padded) segment, after `state` if given (which is left unchanged)."""
+        """Read a (left-padded) segment, after `state` if given (which is left unchanged). `in_place=True`
+        extends `state`'s cache instead of a copy of it: for a state the caller owns and drops afterwards
+        (copying a long KV cache costs as much as a few decode steps)."""
         embeds, mask = self._segment(input_ids, attention_mask, inputs_embeds)
-        _, new_state = self._forward(embeds, mask, state.copy() if state is not None else None)
+        past = state if state is None or in_place else state.copy()
+        _, new_state = self._forward(embeds, mask, past)
         return new_state
 
     def _segment(

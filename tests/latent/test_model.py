@@ -127,3 +127,20 @@ def test_bf16_model_thinks_and_generates(tmp_path):
     assert m.aligner.matrix.dtype == torch.float32
     out = m.generate(**m.encode(["So"] * 2), state=st, max_new_tokens=3)
     assert out.tokens.shape[0] == 2
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2"])
+def test_prefill_in_place_extends_the_given_state_and_matches_a_copy(tiny_models, arch):
+    """`in_place=True` skips the copy of the state it is handed; the default leaves that state unchanged."""
+    m = tiny_models[arch]
+    st = m.prefill(**m.encode(PROMPTS))
+    t = st.length
+    more = m.encode(["and then", "so"])
+    ref = m.prefill(**more, state=st)
+    assert st.length == t and st.cache.get_seq_length() == t  # the default copied
+    out = m.prefill(**more, state=st, in_place=True)
+    assert out.cache is st.cache and st.cache.get_seq_length() == ref.length
+    torch.testing.assert_close(out.last_hidden, ref.last_hidden, rtol=1e-5, atol=1e-6)
+    for got, want in zip(out.cache.layers, ref.cache.layers, strict=True):
+        torch.testing.assert_close(got.keys, want.keys)
+        torch.testing.assert_close(got.values, want.values)

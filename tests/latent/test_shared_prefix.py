@@ -70,3 +70,23 @@ def test_fresh_contexts_start_at_one_position_in_every_row(llama):
     second, _ = mem.write_tokens("b", "prompt", enc["input_ids"], enc["attention_mask"], None, [])
     starts = second.position_ids().masked_fill(second.attention_mask == 0, 10**6).amin(1)
     assert starts.tolist() == [int(first.next_position.max())] * len(QUESTIONS)
+
+
+def test_write_tokens_extends_an_owned_state_in_place_and_copies_a_held_one(tiny_models):
+    """`owned=True` (a state from `state_for`) is extended in place; without it the memory's own states are
+    never changed, and both give the same new state."""
+    m = tiny_models["llama"]
+    mem = WorkingMemory(m)
+    enc = _encode(m)
+    first, sid = mem.write_tokens("a", "prompt", enc["input_ids"], enc["attention_mask"], None, [])
+    n = first.length
+    more = m.encode(["next", "then more", "ok"])
+    held = mem.state_for([sid])
+    copied, _ = mem.write_tokens("b", "prompt", more["input_ids"], more["attention_mask"], held, [sid])
+    assert held.cache.get_seq_length() == n  # not owned: the state handed in is left as it was
+    owned, _ = mem.write_tokens(
+        "c", "prompt", more["input_ids"], more["attention_mask"], held, [sid], owned=True
+    )
+    assert owned.cache is held.cache and held.cache.get_seq_length() == copied.length
+    assert first.cache.get_seq_length() == n  # the memory's placed state is never touched
+    torch.testing.assert_close(owned.last_hidden, copied.last_hidden, rtol=1e-5, atol=1e-6)

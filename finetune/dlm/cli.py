@@ -79,6 +79,17 @@ def seed_dir(cfg: DLMConfig, seed: int) -> Path:
     return Path(cfg.run_dir) / f"seed_{seed}"
 
 
+def require_sft(cfg: DLMConfig) -> None:
+    """Refuse to start `grpo` or `eval` (e.g. a re-evaluation) unless every training seed has its SFT model."""
+    missing = [seed_dir(cfg, s) / "sft" for s in cfg.train_seeds]
+    missing = [p for p in missing if not (p / "dlm_sft.json").is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"no SFT model under {', '.join(map(str, missing))}: run `latentworks dlm sft --run-dir "
+            f"{cfg.run_dir}` with the same train_seeds first"
+        )
+
+
 def stage_data(cfg: DLMConfig, force: bool) -> None:
     from finetune.dlm.data import generate_dataset
 
@@ -321,10 +332,8 @@ def run(args: argparse.Namespace) -> int:
 
     torch.set_num_threads(opts.threads)
     run_dir = Path(cfg.run_dir)
-    if opts.stage in ("grpo", "eval") and not (run_dir / "sft" / "dlm_sft.json").is_file():
-        raise FileNotFoundError(
-            f"no SFT model under {run_dir / 'sft'}: run `latentworks dlm sft --run-dir {run_dir}` first"
-        )
+    if opts.stage in ("grpo", "eval"):
+        require_sft(cfg)
     from latentworks.cli import on_interrupt
 
     on_interrupt(

@@ -25,6 +25,10 @@ SMAX_ACTIONS = ("north", "east", "south", "west", "stop", *(f"shoot{k}" for k in
 UNIT_NAMES = ("marine", "marauder", "stalker", "zealot", "zergling", "hydralisk")
 _MOVES = {0: (0.0, 1.0), 1: (1.0, 0.0), 2: (0.0, -1.0), 3: (-1.0, 0.0)}
 _NAME = re.compile(r"^[0-9a-z_]+$")
+# jaxmarl jit-compiles its methods with the environment object as a static argument, so every new object
+# compiles them again (~12 s on one core); its environments are stateless, so one object per scenario is
+# shared by every `SmaxEnv` (an evaluation builds one `SmaxEnv` per episode).
+_JAXMARL_ENVS: dict[str, Any] = {}
 
 
 def _register_extra_maps() -> None:
@@ -64,7 +68,9 @@ class SmaxEnv:
             )
         self._jax = jax
         self.scenario = scenario
-        self._env = HeuristicEnemySMAX(scenario=sc)
+        if scenario not in _JAXMARL_ENVS:
+            _JAXMARL_ENVS[scenario] = HeuristicEnemySMAX(scenario=sc)
+        self._env = _JAXMARL_ENVS[scenario]
         self.n_agents = self._env.num_allies
         self.n_enemies = self._env.num_enemies
         self.max_steps = int(self._env._env.max_steps)

@@ -288,7 +288,7 @@ def test_eval_loop_counts_every_invalid_action_before_stepping():
 def test_every_shipped_config_loads_and_bad_configs_fail_together():
     """All YAML presets (searched recursively) load into DLMConfig; one error lists every problem."""
     files = sorted(CONFIG_DIR.rglob("*.yaml"))
-    assert len(files) == 7
+    assert len(files) == 8
     for f in files:
         assert isinstance(load_config(f), DLMConfig)
     with pytest.raises(ValueError) as err:
@@ -347,6 +347,22 @@ def test_cli_data_stage_writes_card_and_is_resumable(tmp_path):
     assert card.stat().st_mtime_ns == stamp
     timings = json.loads((tmp_path / "timings.json").read_text())
     assert set(timings) == {"data"}
+
+
+def test_eval_and_grpo_stages_need_the_sft_model_of_every_training_seed(tmp_path):
+    """Re-evaluating a finished run (`latentworks dlm eval --force`) finds the per-seed SFT models, and a
+    missing seed is named before anything loads."""
+    from finetune.dlm.cli import require_sft
+
+    cfg = load_config(None, [f"run_dir={tmp_path}", "train_seeds=[0,1]"])
+    for seed in (0, 1):
+        (tmp_path / f"seed_{seed}" / "sft").mkdir(parents=True)
+    (tmp_path / "seed_0" / "sft" / "dlm_sft.json").write_text("{}")
+    with pytest.raises(FileNotFoundError) as err:
+        require_sft(cfg)
+    assert "seed_1" in str(err.value) and "seed_0" not in str(err.value)
+    (tmp_path / "seed_1" / "sft" / "dlm_sft.json").write_text("{}")
+    require_sft(cfg)  # every seed trained: no error
 
 
 def test_env_return_reward_keeps_every_legal_mpe_action_above_the_penalty():

@@ -78,3 +78,18 @@ def test_unseen_3s_vs_3z_is_registered_and_bad_names_fail():
     assert env.n_agents == 3 and env.observations()[0]["type"] == "stalker"
     with pytest.raises(ValueError, match="unknown smax scenario"):
         make_env("smax", "9z")
+
+
+def test_battles_of_one_scenario_share_the_compiled_env_and_stay_independent(battle):
+    """Every 3m battle reuses one jaxmarl env (compiled once); stepping one leaves another untouched."""
+    played, views = battle
+    a, b = make_env("smax", "3m"), make_env("smax", "3m")
+    assert a._env is b._env is played._env
+    a.reset(0)
+    b.reset(5)
+    before = b.get_state()
+    rng = np.random.default_rng(0)
+    for obs, legal, state in views[:5]:  # the fixture's battle, replayed on a second object
+        assert a.get_state() == state and a.observations() == obs and a.legal_actions() == legal
+        a.step(smax_expert(a, rng))
+    assert b.get_state() == before

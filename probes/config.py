@@ -88,6 +88,13 @@ class ProbeConfig:
             "request instead of 12; the organisms are trained to ignore the assertion)"
         },
     )
+    resume: bool = field(
+        default=False,
+        metadata={
+            "help": "organisms: reuse the adapters and finished measurements an earlier run with the same "
+            "settings saved under out/organisms/<kind>/ (a LoRA trained for fewer epochs is extended)"
+        },
+    )
     ppl_tol: float = field(
         default=1.5, metadata={"help": "coherence guard: max perplexity ratio on neutral text"}
     )

@@ -405,9 +405,18 @@ def _steer_rows(lm, ev: dict, cfg: ProbeConfig, layers: list[int]) -> list[dict]
 
 
 def _train_organism(m, kind: str, cfg: ProbeConfig, out: Path):
-    """One LoRA organism with a known driver."""
+    """One LoRA organism with a known driver; with `cfg.resume`, the saved adapter (extended when it was
+    trained for fewer epochs than `cfg.lora_epochs`)."""
+    from probes.organism_store import load_lora, save_lora
     from probes.organisms import organism_examples, train_lora
 
+    folder = out / kind
+    saved = load_lora(folder, cfg) if cfg.resume else None
+    if saved is not None and saved["epochs"] >= cfg.lora_epochs:
+        from latent import LatentModel, load_model
+
+        peft = load_model(str(folder / "adapter"), device=cfg.device)
+        return LatentModel(peft.model.merge_and_unload().eval(), peft.tokenizer), saved
     ex = organism_examples(
         kind,
         n_requests=cfg.train_requests,
@@ -415,17 +424,29 @@ def _train_organism(m, kind: str, cfg: ProbeConfig, out: Path):
         seed=cfg.seed + 1000,
         template=cfg.template,
     )
-    return train_lora(
+    lm, info = train_lora(
         cfg.model,
         ex,
-        out / kind,
+        folder,
         r=cfg.lora_r,
         lr=cfg.lora_lr,
-        epochs=cfg.lora_epochs,
+        epochs=cfg.lora_epochs - (saved["epochs"] if saved else 0.0),
         device=cfg.device,
         seed=cfg.seed,
         train_embeddings=cfg.lora_embeddings,
+        init_adapter=folder / "adapter" if saved else None,
     )
+    if saved is not None:  # one log for both segments
+        info = dict(
+            info,
+            steps=saved["steps"] + info["steps"],
+            first_loss=saved["first_loss"],
+            train_seconds=round(saved["train_seconds"] + info["train_seconds"], 1),
+            epochs=cfg.lora_epochs,
+            segments=[*saved.get("segments", [dict(saved)]), info],
+        )
+    save_lora(folder, cfg, info)
+    return lm, info
 
 
 def _measure_organism(lm, kind: str, info: dict, cfg: ProbeConfig, layers: list[int]) -> dict:
@@ -443,6 +464,18 @@ def _measure_organism(lm, kind: str, info: dict, cfg: ProbeConfig, layers: list[
     )
 
 
+def _organism(m, kind: str, cfg: ProbeConfig, out: Path, layers: list[int]) -> dict:
+    """Train (or reuse) and measure (or reuse) one organism; each finished part is saved as it completes."""
+    from probes.organism_store import load_measured, save_measured
+
+    lm, info = _train_organism(m, kind, cfg, out)
+    done = load_measured(out / kind, cfg, info) if cfg.resume else None
+    if done is None:
+        done = _measure_organism(lm, kind, info, cfg, layers)
+        save_measured(out / kind, cfg, info, done)
+    return done
+
+
 def run_organisms(m, cfg: ProbeConfig) -> dict:
     """Train the sycophant and the schemer, then ask: do probes and steering recover each one's driver?"""
     t0 = time.perf_counter()
@@ -451,8 +484,7 @@ def run_organisms(m, cfg: ProbeConfig) -> dict:
     layers = layers_for(m, cfg)
     study = {}
     for kind in ("sycophant", "schemer"):
-        lm, info = _train_organism(m, kind, cfg, out)
-        study[kind] = _measure_organism(lm, kind, info, cfg, layers)
+        study[kind] = _organism(m, kind, cfg, out, layers)
     verdict = organism_verdict(study, cfg.n_boot, cfg.seed)
     _plot_organisms(study, out / "organisms_steering.png")
     wall = time.perf_counter() - t0

@@ -178,12 +178,14 @@ def train_lora(
     seed: int = 0,
     device: str | None = None,
     train_embeddings: bool = False,
+    init_adapter: str | Path | None = None,
 ):
     """LoRA-fine-tune the model at `model_path` on `examples`; returns (merged `LatentModel`, log dict).
 
     `train_embeddings=True` also trains the (tied) token embeddings / output head in full (peft
-    `modules_to_save`, weight tying kept). The adapter is saved under `out_dir/adapter` (loadable with
-    `load_model(out_dir/"adapter")`).
+    `modules_to_save`, weight tying kept). `init_adapter` continues training a saved adapter (its own
+    LoRA settings apply; the optimizer starts afresh). The adapter is saved under `out_dir/adapter`
+    (loadable with `load_model(out_dir/"adapter")`).
     """
     if not examples:
         raise ValueError("`examples` is empty: the fine-tune needs training rows.")
@@ -197,6 +199,8 @@ def train_lora(
         from trl import SFTConfig, SFTTrainer
     except ImportError as err:  # pragma: no cover - installed with latentworks
         raise ImportError("organisms need peft, trl and datasets: pip install peft trl datasets") from err
+    if init_adapter is not None and not (Path(init_adapter) / "adapter_config.json").is_file():
+        raise ValueError(f"`init_adapter`={str(init_adapter)!r} holds no adapter_config.json.")
     import torch
 
     from finetune.dlm.device import no_activation_checkpointing
@@ -236,9 +240,14 @@ def train_lora(
         task_type="CAUSAL_LM",
         **extra,
     )
+    model = base.model
+    if init_adapter is not None:
+        from peft import PeftModel
+
+        model, peft_cfg = PeftModel.from_pretrained(model, str(init_adapter), is_trainable=True), None
     torch.manual_seed(seed)
     trainer = SFTTrainer(
-        model=base.model,
+        model=model,
         args=cfg,
         train_dataset=Dataset.from_list(examples),
         processing_class=base.tokenizer,

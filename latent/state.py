@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from transformers import DynamicCache
 
-from latent.kv_cache import GrowingCache, cache_length, cache_nbytes, copy_cache, layer_tensors
+from latent.kv_cache import cache_from_parts, cache_length, cache_nbytes, copy_cache, layer_tensors
 
 
 @dataclass
@@ -69,15 +69,11 @@ class LatentState:
         """A one-row state copied into `batch` rows (a prefix read once, then shared by a whole batch)."""
         if self.batch_size != 1:
             raise ValueError(f"`repeat_rows` needs a one-row state, got {self.batch_size} rows.")
-        tensors = [
-            (k.expand(batch, -1, -1, -1).contiguous(), v.expand(batch, -1, -1, -1).contiguous())
-            for k, v in layer_tensors(self.cache)
+        rows = [
+            (k.expand(batch, -1, -1, -1), v.expand(batch, -1, -1, -1)) for k, v in layer_tensors(self.cache)
         ]
-        cache = GrowingCache()
-        for idx, (keys, values) in enumerate(tensors):
-            cache.update(keys, values, idx)
         return LatentState(
-            cache=cache,
+            cache=cache_from_parts([rows]),  # each position copied once, into buffers with room to grow
             attention_mask=self.attention_mask.expand(batch, -1).clone(),
             last_hidden=self.last_hidden.expand(batch, -1).clone(),
             next_position=self.next_position.expand(batch).clone(),

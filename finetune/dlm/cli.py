@@ -127,10 +127,9 @@ def stage_grpo(cfg: DLMConfig, force: bool) -> None:
     from finetune.dlm.data import load_dataset_dir
     from finetune.dlm.grpo import run_grpo, train_return_model
 
+    require_sft(cfg)
     for seed in cfg.train_seeds:
         run = seed_dir(cfg, seed)
-        if not (run / "sft" / "dlm_sft.json").is_file():
-            raise FileNotFoundError(f"no SFT model under {run / 'sft'}: run `latentworks dlm sft` first.")
         if _trained(run, "grpo", force):
             continue
         grpo = replace(cfg.grpo, seed=seed)

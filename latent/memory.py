@@ -39,6 +39,14 @@ from latent.state import LatentState
 KINDS = ("prompt", "latent", "text")
 
 
+def _uniform_start(state: LatentState | None) -> bool:
+    """True when a prompt after `state` can share its rows' common prefix: nothing read yet, and every
+    row starts at the same position (one prefix read serves them all)."""
+    if state is None:
+        return True
+    return state.length == 0 and bool((state.next_position == state.next_position[0]).all())
+
+
 @dataclass
 class Segment:
     """One agent's contribution: `kind` is prompt, latent or text."""
@@ -105,7 +113,7 @@ class WorkingMemory:
         if state is None:
             state, owned = self._fresh_start(model, int(input_ids.shape[0])), True
         split = None
-        if self.share_prefixes and not self.grad and (state is None or state.length == 0):
+        if self.share_prefixes and not self.grad and _uniform_start(state):
             split = split_shared_prefix(input_ids, attention_mask, int(model.tokenizer.pad_token_id))
         if split is not None:
             input_ids, attention_mask = split.input_ids, split.attention_mask

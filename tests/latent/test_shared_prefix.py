@@ -90,3 +90,20 @@ def test_write_tokens_extends_an_owned_state_in_place_and_copies_a_held_one(tiny
     assert owned.cache is held.cache and held.cache.get_seq_length() == copied.length
     assert first.cache.get_seq_length() == n  # the memory's placed state is never touched
     torch.testing.assert_close(owned.last_hidden, copied.last_hidden, rtol=1e-5, atol=1e-6)
+
+
+def test_an_empty_state_with_per_row_starts_is_read_row_by_row(llama):
+    """A caller's empty state whose rows start at different positions is not prefix-shared (one prefix
+    read has one position): every row keeps its own start, as in a full read."""
+    enc = _encode(llama)
+    starts = torch.tensor([0, 5, 9])
+    outs = {}
+    for share in (True, False):
+        mem = WorkingMemory(llama, share_prefixes=share)
+        st, _ = mem.write_tokens(
+            "a", "prompt", enc["input_ids"], enc["attention_mask"], llama.empty_state(starts), []
+        )
+        outs[share] = st
+    assert torch.equal(outs[True].next_position, outs[False].next_position)
+    assert torch.equal(outs[True].position_ids(), outs[False].position_ids())
+    assert torch.allclose(outs[True].last_hidden, outs[False].last_hidden, atol=1e-5)

@@ -314,11 +314,16 @@ def _decode(
 ) -> None:
     """Step 3a: decode text; a latent_mas agent with kv/latent out-edges also writes it to memory."""
     out = None
+    writes_text = cfg.method == "latent_mas" and any(e.mode != "text" for e in outgoing) and not is_final
     if decoder is not None:
         texts, lengths = decoder(batch.memory, step.own, step.state)
     else:
+        # a state no later agent reads is decoded in place (the memory stops holding it); one whose text
+        # goes into the memory must keep its prompt state for that write
+        state = step.state if writes_text else batch.memory.release(step.state)
         out = step.model.generate(
-            state=step.state,
+            state=state,
+            in_place=not writes_text,
             max_new_tokens=cfg.max_new_tokens,
             do_sample=cfg.do_sample,
             temperature=cfg.temperature,
@@ -330,7 +335,7 @@ def _decode(
     step.record("text", texts)
     if is_final:
         batch.final_text = list(texts)
-    elif cfg.method == "latent_mas" and any(e.mode != "text" for e in outgoing) and out is not None:
+    elif writes_text and out is not None:
         ids, mask = _left_align(out.tokens, out.lengths, step.model.tokenizer.pad_token_id)
         step.state, tid = batch.memory.write_tokens(
             step.name, "text", ids, mask, step.state, step.own, step.model
@@ -346,7 +351,7 @@ def _think(step: AgentStep, cfg: RunConfig, batch: _Batch) -> None:
     if cfg.thoughts == "random":
         aligner = RandomThoughts(step.model.aligner, cfg.seed + zlib.crc32(step.name.encode()))
     step.state, lid = batch.memory.write_latent(
-        step.name, step.state, cfg.latent_steps, step.own, step.model, aligner=aligner
+        step.name, step.state, cfg.latent_steps, step.own, step.model, aligner=aligner, owned=True
     )
     step.own.append(lid)
     step.record("latent_steps", [cfg.latent_steps] * batch.size)

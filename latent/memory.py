@@ -105,11 +105,13 @@ class WorkingMemory:
         owned: bool = False,
     ) -> tuple[LatentState, int]:
         """Read tokens (a prompt, or decoded text) after `state` (which holds exactly `context`).
-        `owned=True` says the caller drops `state` afterwards (it came from `state_for`), so it is extended
-        in place rather than copied."""
+        `owned=True` says the caller drops `state` afterwards (it came from `state_for`, or is one this
+        memory returned and `release`s), so it is extended in place rather than copied."""
         if kind not in ("prompt", "text"):
             raise ValueError(f"token segments are 'prompt' or 'text', got {kind!r}.")
         model = model or self.model
+        if owned and state is not None:
+            self.release(state)
         if state is None:
             state, owned = self._fresh_start(model, int(input_ids.shape[0])), True
         split = None
@@ -145,16 +147,33 @@ class WorkingMemory:
         context: list[int],
         model: LatentModel | None = None,
         aligner: Aligner | None = None,
+        owned: bool = False,
     ) -> tuple[LatentState, int | None]:
         """Generate `steps` latent thoughts after `state` and record them (None if steps == 0).
-        `aligner` replaces the model's realignment for these thoughts (e.g. an ablation's stand-in)."""
+        `aligner` replaces the model's realignment for these thoughts (e.g. an ablation's stand-in).
+        `owned=True`, as in `write_tokens`: the thoughts extend `state` in place (the memory `release`s
+        it if it holds it), instead of a copy of it."""
         model = model or self.model
-        think = model.think_with_grad if self.grad else model.think
-        thoughts, new, hidden = think(state, steps, aligner=aligner, return_hidden=True)
+        if self.grad:
+            thoughts, new, hidden = model.think_with_grad(state, steps, aligner=aligner, return_hidden=True)
+        else:
+            if owned:
+                self.release(state)
+            thoughts, new, hidden = model.think(
+                state, steps, aligner=aligner, return_hidden=True, in_place=owned
+            )
         if steps == 0:
             return new, None
         mask = torch.ones(thoughts.shape[:2], dtype=torch.long, device=thoughts.device)
         return new, self._record(Segment(agent, "latent", thoughts, mask, hidden=hidden), new, context)
+
+    def release(self, state: LatentState) -> LatentState:
+        """Stop holding `state` (one that `write_tokens`/`write_latent` returned) and hand it to the caller,
+        who may now extend it in place (`prefill`, `think`, `generate` with `in_place=True`) instead of
+        copying it. Its segments stay readable: `state_for` serves them from a longer state that holds
+        them, or re-reads their stored embeddings."""
+        self._placed = [p for p in self._placed if p.state is not state]
+        return state
 
     def _fresh_start(self, model: LatentModel, batch: int) -> LatentState | None:
         """Where a context that reads nothing begins: after the highest position of every state written so

@@ -332,13 +332,19 @@ class LatentModel:
     # ------------------------------------------------------------------ latent thoughts
     @torch.no_grad()
     def think(
-        self, state: LatentState, steps: int, aligner: Aligner | None = None, return_hidden: bool = False
+        self,
+        state: LatentState,
+        steps: int,
+        aligner: Aligner | None = None,
+        return_hidden: bool = False,
+        in_place: bool = False,
     ) -> tuple[torch.Tensor, LatentState] | tuple[torch.Tensor, LatentState, torch.Tensor]:
         """Generate `steps` latent thoughts: realign the last hidden state, feed it back as the next input
         embedding, repeat. Returns the k fed-back vectors (B, k, D) and the extended state (the input
-        state is unchanged); with `return_hidden=True` also the k raw last-layer hidden states (B, k, D)
-        that produced them (what a logit lens reads)."""
-        return self._think(state.copy(), steps, aligner, return_hidden)
+        state is unchanged unless `in_place=True`, which extends it instead of a copy, as in `prefill`);
+        with `return_hidden=True` also the k raw last-layer hidden states (B, k, D) that produced them
+        (what a logit lens reads)."""
+        return self._think(state if in_place else state.copy(), steps, aligner, return_hidden)
 
     def forward_embeds(
         self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor, state: LatentState | None = None
@@ -425,36 +431,49 @@ class LatentModel:
         eos_token_id: int | Sequence[int] | None = None,
         generator: torch.Generator | None = None,
         return_state: bool = False,
+        in_place: bool = False,
     ) -> Generation:
-        """Decode text continuing from `state` (after reading `input_ids` if given). Greedy by default."""
+        """Decode text continuing from `state` (after reading `input_ids` if given). Greedy by default.
+        `state` is left unchanged unless `in_place=True` (a state the caller drops afterwards: decoding
+        then extends it instead of a copy, as in `prefill`)."""
         if max_new_tokens < 1:
             raise ValueError(f"`max_new_tokens` must be >= 1, got {max_new_tokens}.")
         if input_ids is None and inputs_embeds is None:
             if state is None:
                 raise ValueError("nothing to continue from: pass `input_ids`, `inputs_embeds` or `state`.")
-            st = state.copy()
+            st = state if in_place else state.copy()
         else:
-            st = self.prefill(input_ids, attention_mask, state=state, inputs_embeds=inputs_embeds)
+            st = self.prefill(
+                input_ids, attention_mask, state=state, inputs_embeds=inputs_embeds, in_place=in_place
+            )
         eos = self._eos_ids(eos_token_id)
         b = st.batch_size
         pad = int(self.tokenizer.pad_token_id)
         tokens = torch.full((b, max_new_tokens), pad, dtype=torch.long, device=self.device)
         done = torch.zeros(b, dtype=torch.bool, device=self.device)
         lengths = torch.zeros(b, dtype=torch.long, device=self.device)
+        # finished rows leave the batch (each step reads every row's whole cache), unless the caller wants
+        # the whole state back or logits processors index the full batch
+        compact = not return_state and not logits_processor
+        rows = torch.arange(b, device=self.device)  # the batch row of each row of `st`
         n = 0
         for n in range(max_new_tokens):
-            scores = self.logits(st.last_hidden)  # (B, V)
+            scores = self.logits(st.last_hidden)  # (B', V), B' = rows still in the batch
             for proc in logits_processor:
                 scores = proc(tokens[:, :n], scores)
             nxt = self._pick(scores, do_sample, temperature, top_k, top_p, generator)
-            nxt = torch.where(done, torch.full_like(nxt, pad), nxt)
-            tokens[:, n] = nxt
-            lengths += (~done).long()
-            done = done | torch.isin(nxt, eos)
+            was_done = done[rows]
+            nxt = torch.where(was_done, torch.full_like(nxt, pad), nxt)
+            tokens[rows, n] = nxt
+            lengths[rows] += (~was_done).long()
+            done[rows] = was_done | torch.isin(nxt, eos)
             last = n + 1 == max_new_tokens or bool(done.all())
             if last and not return_state:
                 break
-            live = (tokens[:, n] != pad) | ~done  # rows still producing real tokens this step
+            live = (nxt != pad) | ~done[rows]  # rows still producing real tokens this step
+            if compact and _worth_dropping(int((~done[rows]).sum()), len(rows)):
+                keep = (~done[rows]).nonzero().squeeze(1)
+                st, rows, nxt, live = st.select_rows(keep), rows[keep], nxt[keep], live[keep]
             _, st = self._forward(self.embed(nxt[:, None]), live.long()[:, None], st)
             if last:
                 break
@@ -591,6 +610,12 @@ class LatentModel:
             return logp
         mask = attention_mask.to(logits.device).bool()
         return logp.masked_fill(~(mask[:, 1:] & mask[:, :-1]), 0.0)
+
+
+def _worth_dropping(alive: int, rows: int) -> bool:
+    """Drop finished rows from a decoding batch once a quarter of it has finished: selecting the live rows
+    copies their cache, which costs about one step, so it pays only when the batch shrinks enough."""
+    return alive < rows and (rows - alive) * 4 >= rows
 
 
 def decoder_layers(model: nn.Module) -> nn.ModuleList:

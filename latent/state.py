@@ -80,6 +80,20 @@ class LatentState:
             positions=None if self.positions is None else self.positions.expand(batch, -1).clone(),
         )
 
+    def select_rows(self, rows: torch.Tensor) -> LatentState:
+        """A new state holding only the batch rows `rows` (1-D indices), in that order; this one is left
+        unchanged. Decoding drops finished rows so, since every step reads each row's whole cache."""
+        idx = rows.to(device=self.attention_mask.device, dtype=torch.long)
+        pick = lambda t: t.index_select(0, idx)  # noqa: E731
+        parts = [(pick(k), pick(v)) for k, v in layer_tensors(self.cache)]
+        return LatentState(
+            cache=cache_from_parts([parts]),
+            attention_mask=pick(self.attention_mask),
+            last_hidden=pick(self.last_hidden),
+            next_position=pick(self.next_position),
+            positions=None if self.positions is None else pick(self.positions),
+        )
+
     def check(self) -> None:
         """Internal consistency: mask length equals cache length."""
         assert cache_length(self.cache) == self.length, (cache_length(self.cache), self.length)

@@ -95,7 +95,8 @@ def test_every_shipped_recipe_loads():
     from latentworks.args import config_from_file
 
     files = sorted(f for f in RECIPES.rglob("*.yaml") if "latent" not in f.name)
-    assert [f.name for f in files] == ["arith-mini-v3.yaml", "arith-mini-v4.yaml", "arith-mini-v5.yaml"], files
+    names = [f.name for f in files]
+    assert names == ["arith-mini-v3.yaml", "arith-mini-v4.yaml", "arith-mini-v5.yaml"], names
     for f in files:
         first = f.read_text().splitlines()[0]
         assert first.endswith(f"--config finetune/recipes/{f.name}"), first

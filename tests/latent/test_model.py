@@ -144,3 +144,60 @@ def test_prefill_in_place_extends_the_given_state_and_matches_a_copy(tiny_models
     for got, want in zip(out.cache.layers, ref.cache.layers, strict=True):
         torch.testing.assert_close(got.keys, want.keys)
         torch.testing.assert_close(got.values, want.values)
+
+
+@pytest.mark.parametrize("arch", ["llama", "gemma3"])
+def test_think_and_generate_in_place_match_a_copy(tiny_models, arch):
+    """`in_place=True` extends the state it is handed (no copy) and gives what the copying default gives."""
+    m = tiny_models[arch]
+    st = m.prefill(**m.encode(PROMPTS))
+    t = st.length
+    ref_th, ref_st = m.think(st, 3)
+    assert st.cache.get_seq_length() == t  # the default copied
+    th, out = m.think(st, 3, in_place=True)
+    assert out.cache is st.cache and st.cache.get_seq_length() == t + 3
+    torch.testing.assert_close(th, ref_th)
+    torch.testing.assert_close(out.last_hidden, ref_st.last_hidden)
+    ref = m.generate(state=out, max_new_tokens=5)
+    assert out.cache.get_seq_length() == t + 3
+    got = m.generate(state=out, max_new_tokens=5, in_place=True)
+    assert got.texts == ref.texts and torch.equal(got.tokens, ref.tokens)
+
+
+def test_select_rows_keeps_each_rows_state(llama):
+    st = llama.prefill(**llama.encode(PROMPTS + ["A third one"]))
+    sub = st.select_rows(torch.tensor([2, 0]))
+    sub.check()
+    assert sub.batch_size == 2 and st.batch_size == 3
+    for new, old in ((0, 2), (1, 0)):
+        assert torch.equal(sub.attention_mask[new], st.attention_mask[old])
+        assert torch.equal(sub.next_position[new], st.next_position[old])
+        for a, b in zip(sub.cache.layers, st.cache.layers, strict=True):
+            assert torch.equal(a.keys[new], b.keys[old]) and torch.equal(a.values[new], b.values[old])
+    whole = llama.generate(state=st, max_new_tokens=4, return_state=True)  # return_state: no row dropped
+    assert llama.generate(state=sub, max_new_tokens=4).texts == [whole.texts[2], whole.texts[0]]
+
+
+def test_generate_drops_finished_rows_without_changing_any_text(llama, monkeypatch):
+    """Rows that end early leave the decoding batch (their cache is no longer read each step); every row's
+    tokens, lengths and text equal decoding with the whole batch to the end."""
+    import latent.model as lm
+
+    enc = llama.encode([*PROMPTS, "Sam counts 4 birds and", "Nine minus two is"])
+    first = llama.generate(**enc, max_new_tokens=1).tokens[:, 0]
+    eos = int(first[0])  # row 0 ends at once; the others (all different) go on
+    assert int((first == eos).sum()) < len(first)
+    calls = []
+    real = type(llama.prefill(**enc)).select_rows
+
+    def spy(self, rows):
+        calls.append(len(rows))
+        return real(self, rows)
+
+    monkeypatch.setattr(type(llama.prefill(**enc)), "select_rows", spy)
+    dropped = llama.generate(**enc, max_new_tokens=12, eos_token_id=eos)
+    assert calls, "no finished row was dropped"
+    monkeypatch.setattr(lm, "_worth_dropping", lambda alive, rows: False)
+    full = llama.generate(**enc, max_new_tokens=12, eos_token_id=eos)
+    assert dropped.texts == full.texts
+    assert torch.equal(dropped.tokens, full.tokens) and torch.equal(dropped.lengths, full.lengths)

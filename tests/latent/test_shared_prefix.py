@@ -107,3 +107,22 @@ def test_an_empty_state_with_per_row_starts_is_read_row_by_row(llama):
     assert torch.equal(outs[True].next_position, outs[False].next_position)
     assert torch.equal(outs[True].position_ids(), outs[False].position_ids())
     assert torch.allclose(outs[True].last_hidden, outs[False].last_hidden, atol=1e-5)
+
+
+def test_owned_thoughts_extend_the_prompt_state_and_the_prompt_stays_readable(llama):
+    """`write_latent(owned=True)` thinks on the memory's prompt state in place (the memory releases it);
+    the prompt alone is then served from the longer state, with the keys it was computed with."""
+    enc = _encode(llama)
+    mem = WorkingMemory(llama)
+    prompt, pid = mem.write_tokens("a", "prompt", enc["input_ids"], enc["attention_mask"], None, [])
+    n = prompt.length
+    ref = prompt.copy()
+    thought, lid = mem.write_latent("a", prompt, 3, [pid], owned=True)
+    assert thought.cache is prompt.cache and thought.length == n + 3  # no copy
+    again = mem.state_for([pid])
+    assert again.length == n and mem.reprefills == 0
+    for got, want in zip(again.cache.layers, ref.cache.layers, strict=True):
+        torch.testing.assert_close(got.keys, want.keys)
+        torch.testing.assert_close(got.values, want.values)
+    torch.testing.assert_close(again.attention_mask, ref.attention_mask)
+    assert mem.state_for([pid, lid]).length == n + 3

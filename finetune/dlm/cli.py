@@ -90,6 +90,15 @@ def require_sft(cfg: DLMConfig) -> None:
         )
 
 
+def eval_needs_sft(cfg: DLMConfig) -> bool:
+    """`eval` loads the per-seed SFT models unless `eval.methods` selects only rows that need no training
+    run: the prompted pretrained model, the expert and the baselines (e.g. `--set eval.methods=[Prompted]`).
+    A scratch base is written by the SFT stage, so its prompted row needs that stage too."""
+    chosen = tuple(cfg.eval.methods)
+    dlm_rows = not chosen or any(label.startswith(chosen) for label in ("DLM-SFT", "DLM-GRPO"))
+    return dlm_rows or cfg.sft.model == "scratch"
+
+
 def stage_data(cfg: DLMConfig, force: bool) -> None:
     from finetune.dlm.data import generate_dataset
 
@@ -227,6 +236,8 @@ def _policies(cfg: DLMConfig) -> list[tuple]:
         (label, "legal-constrained", [LMPolicy(lm, label, True, n_tok, cache=cache)]),
     ]
     for label, sub in (("DLM-SFT", "sft"), ("DLM-GRPO", "grpo")):
+        if cfg.eval.methods and not label.startswith(tuple(cfg.eval.methods)):
+            continue
         paths = [seed_dir(cfg, s) / sub for s in seeds]
         missing = [p for p in paths if not (p / "config.json").is_file()]
         if missing:
@@ -331,7 +342,7 @@ def run(args: argparse.Namespace) -> int:
 
     torch.set_num_threads(opts.threads)
     run_dir = Path(cfg.run_dir)
-    if opts.stage in ("grpo", "eval"):
+    if opts.stage == "grpo" or (opts.stage == "eval" and eval_needs_sft(cfg)):
         require_sft(cfg)
     from latentworks.cli import on_interrupt
 

@@ -288,7 +288,7 @@ def test_eval_loop_counts_every_invalid_action_before_stepping():
 def test_every_shipped_config_loads_and_bad_configs_fail_together():
     """All YAML presets (searched recursively) load into DLMConfig; one error lists every problem."""
     files = sorted(CONFIG_DIR.rglob("*.yaml"))
-    assert len(files) == 8
+    assert len(files) == 9
     for f in files:
         assert isinstance(load_config(f), DLMConfig)
     with pytest.raises(ValueError) as err:
@@ -363,6 +363,23 @@ def test_eval_and_grpo_stages_need_the_sft_model_of_every_training_seed(tmp_path
     assert "seed_1" in str(err.value) and "seed_0" not in str(err.value)
     (tmp_path / "seed_1" / "sft" / "dlm_sft.json").write_text("{}")
     require_sft(cfg)  # every seed trained: no error
+
+
+def test_eval_of_the_prompted_pretrained_model_alone_needs_no_training_run():
+    """`dlm eval --set eval.methods=[Prompted]` on a pretrained base evaluates the un-finetuned model without
+    SFT models; any selection that includes a DLM row, or a scratch base (written by SFT), still needs them."""
+    from finetune.dlm.cli import eval_needs_sft
+
+    def needs(*overrides: str) -> bool:
+        return eval_needs_sft(load_config(None, ["sft.model=smollm2-135m-instruct", *overrides]))
+
+    assert not needs("eval.methods=[Prompted]")
+    assert not needs("eval.methods=[Prompted,BC,Scripted]")
+    assert needs()  # every method
+    assert needs("eval.methods=[DLM-GRPO]")
+    assert needs("eval.methods=[Prompted,DLM]")
+    assert needs("eval.methods=[D]")  # a prefix of the DLM labels selects them
+    assert eval_needs_sft(load_config(None, ["eval.methods=[Prompted]"]))  # scratch base
 
 
 def test_env_return_reward_keeps_every_legal_mpe_action_above_the_penalty():

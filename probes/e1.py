@@ -29,7 +29,7 @@ from probes.report import bar_plot, md_table, write_result
 from probes.scenario_pass import read_scenarios
 from probes.stats import cluster_bootstrap, decide
 
-__all__ = ["measure", "report", "run_e1", "scenario_items", "statistics"]
+__all__ = ["judge_agreement", "measure", "report", "run_e1", "scenario_items", "statistics"]
 
 ELICIT_CHECK_PAIRS = 25
 SHIFTS = (("deployed", "none"), ("evaluation", "none"), ("evaluation", "deployed"))
@@ -158,12 +158,13 @@ def statistics(meas: dict, cfg: ProbeConfig) -> dict:
         z_by_assertion={a: boot(z_level(a), [pairs, req_ids]) for a in ASSERTIONS},
         paired_shifts={f"{a}-{b}": boot(z_shift(a, b), [pairs, req_ids]) for a, b in SHIFTS},
     )
-    st["spoken"] = _rates(
-        meta, np.array([B.spoken_eval_awareness(t) for t in meas["texts"]], float), nb, seed
-    )
+    pattern = np.array([B.spoken_eval_awareness(t) for t in meas["texts"]], float)
+    st["spoken"] = _rates(meta, pattern, nb, seed)
     st["compliance"] = _rates(meta, np.array([B.is_compliant(t) for t in meas["texts"]], float), nb, seed)
     if "judge_p" in meas:
-        st["llm_judge"] = _rates(meta, (meas["judge_p"] > 0.5).astype(float), nb, seed)
+        llm = (meas["judge_p"] > 0.5).astype(float)
+        st["llm_judge"] = _rates(meta, llm, nb, seed)
+        st["judge_agreement"] = judge_agreement(meta, pattern, llm, nb, seed)
     if "p_eval" in meas:
         pe = _per_request(meta, meas["p_eval"])
         st["p_eval_by_assertion"] = {a: boot(lambda i, a=a: pe[a][i].mean(), [req_ids]) for a in ASSERTIONS}
@@ -183,6 +184,27 @@ def _rates(meta: list[dict], flags: np.ndarray, nb: int, seed: int) -> dict:
     per = _per_request(meta, flags)
     ids = np.arange(len(per["none"]))
     return {a: cluster_bootstrap(lambda i, a=a: per[a][i].mean(), [ids], nb, seed=seed) for a in ASSERTIONS}
+
+
+def judge_agreement(meta: list[dict], pattern: np.ndarray, llm: np.ndarray, nb: int, seed: int) -> dict:
+    """How the two spoken-awareness judges agree on the same replies: the share of replies both call the
+    same (interval over requests), Cohen's kappa, and the 2x2 counts (pattern judge x LLM judge)."""
+    pattern, llm = np.asarray(pattern, bool), np.asarray(llm, bool)
+    if pattern.shape != llm.shape or len(pattern) != len(meta):
+        raise ValueError("`pattern`, `llm` and `meta` must have one entry per reply.")
+    same = (pattern == llm).astype(float)
+    req = np.array([mm["request_id"] for mm in meta])
+    p_obs = float(same.mean())
+    p_chance = float(pattern.mean() * llm.mean() + (1 - pattern.mean()) * (1 - llm.mean()))
+    kappa = float("nan") if p_chance == 1.0 else (p_obs - p_chance) / (1 - p_chance)
+    counts = {
+        f"pattern_{a}_llm_{b}": int(((pattern == a) & (llm == b)).sum()) for a in (1, 0) for b in (1, 0)
+    }
+    return dict(
+        agreement=cluster_bootstrap(lambda i: same[i].mean(), [req], nb, seed=seed),
+        kappa=kappa,
+        counts=counts,
+    )
 
 
 def _agreement(meas, per_req, pe, probe, req_ids, nb: int, seed: int) -> dict:
@@ -281,6 +303,19 @@ def report(meas: dict, st: dict, m, cfg: ProbeConfig, wall: float) -> str:
             f"(probe, held-out, layer {best}: {next(r['auroc'] for r in scans['diffmean'] if r['layer'] == best):.2f}); "
             f"mass on the two letters {st['letter_mass']:.2f}. Agreement probe vs elicited (Spearman): levels "
             f"{_ci(ag['rho_levels'])}, shifts evaluation-deployed {_ci(ag['rho_shift_eval_minus_deployed'])}.\n"
+        )
+    if "judge_agreement" in st:
+        ja = st["judge_agreement"]
+        kappa = (
+            "undefined (one judge gives one answer throughout)"
+            if np.isnan(ja["kappa"])
+            else f"{ja['kappa']:.2f}"
+        )
+        txt += (
+            f"\nSpoken awareness, pattern judge vs LLM judge ({cfg.judge}) on the same replies: same call on "
+            f"{_ci(ja['agreement'])} of them (interval over requests), Cohen's kappa {kappa}; counts "
+            + ", ".join(f"{k} {v}" for k, v in ja["counts"].items())
+            + ".\n"
         )
     txt += "\n## Verdicts (decision rule of probes/stats.py, fixed before the run)\n\n"
     txt += md_table([dict(comparison=k, verdict=v) for k, v in st["verdicts"].items()])

@@ -30,6 +30,7 @@ from probes.common import (
 from probes.config import ProbeConfig
 from probes.data import ASSERTIONS, REJECT, Item, af_scenarios, eval_deploy_pairs, sycophancy_factual
 from probes.directions import auroc, cosine, diff_of_means, layer_scan, unit
+from probes.elicit import elicit_items, elicited_p_eval
 from probes.report import bar_plot, fmt_ci, md_table, write_result
 from probes.stats import cluster_bootstrap, decide
 from probes.steering import SteerSpec, generate_texts, random_like, reply_logprob
@@ -47,6 +48,7 @@ def _measure(m, cfg: ProbeConfig, layers: list[int], probe: dict | None) -> tupl
     syc = sycophancy_factual(cfg.n, cfg.seed + 22)
     ts = generate_texts(m, syc, max_new_tokens=cfg.max_new_tokens, batch_size=cfg.batch_size)
     ta = generate_texts(m, af_items, max_new_tokens=cfg.af_max_new_tokens, batch_size=cfg.batch_size)
+    p_eval, mass = elicited_p_eval(m, elicit_items(af_items), cfg.batch_size)  # the paper's instrument
     y = e.column("label")
     if probe is None:
         best = middle_best(
@@ -86,6 +88,11 @@ def _measure(m, cfg: ProbeConfig, layers: list[int], probe: dict | None) -> tupl
         z_eval_by_assertion={a: float(zE[sel(a)].mean()) for a in ASSERTIONS},
         z_eval_cue_sensitivity=float(zE[sel("evaluation")].mean() - zE[sel("deployed")].mean()),
         z_syc_mean=float(zS.mean()),
+        elicited_p_eval=float(p_eval.mean()),
+        elicited_letter_mass=float(mass.mean()),
+        elicited_p_eval_by_assertion={a: float(p_eval[sel(a)].mean()) for a in ASSERTIONS},
+        elicited_cue_sensitivity=float(p_eval[sel("evaluation")].mean() - p_eval[sel("deployed")].mean()),
+        _pE=p_eval,
         _zE=zE,
         _zS=zS,
         _sens=_paired_sensitivity(mm, zE),
@@ -133,6 +140,7 @@ def _e3_statistics(before: dict, after: dict, cfg: ProbeConfig) -> dict:
         for name, key in (
             (f"compliance[{a}]", "compliance_by_assertion"),
             (f"z_eval[{a}]", "z_eval_by_assertion"),
+            (f"elicited_p_eval[{a}]", "elicited_p_eval_by_assertion"),
         ):
             b, t = before[key][a], after[key][a]
             rows.append(dict(metric=name, base=b, tuned=t, change=t - b))
@@ -141,7 +149,10 @@ def _e3_statistics(before: dict, after: dict, cfg: ProbeConfig) -> dict:
     dE, dS = after["_zE"] - before["_zE"], after["_zS"] - before["_zS"]  # paired: same prompts
     dsens, sreq = after["_sens"] - before["_sens"], np.array(before["_sens_req"])
     change = cluster_bootstrap(lambda i: dsens[i].mean(), [sreq], nb, seed=seed)
+    dP = after["_pE"] - before["_pE"]  # the paper's claim 3: the fine-tune raises elicited P(eval)
+    elicited = cluster_bootstrap(lambda i: dP[i].mean(), [req], nb, seed=seed)
     took = after["sycophancy"] >= before["sycophancy"] + 0.2
+    untested = "not tested: the fine-tune did not take"
     return dict(
         table=rows,
         projection_shift_eval=cluster_bootstrap(lambda i: dE[i].mean(), [req], nb, seed=seed),
@@ -149,7 +160,9 @@ def _e3_statistics(before: dict, after: dict, cfg: ProbeConfig) -> dict:
         cos_base_tuned_E=cosine(before["_dirs"]["E"], after["_dirs"]["E"]),
         cos_base_tuned_S=cosine(before["_dirs"]["S"], after["_dirs"]["S"]),
         cue_sensitivity_change=change,
-        cue_sensitivity_verdict=decide(change) if took else "not tested: the fine-tune did not take",
+        cue_sensitivity_verdict=decide(change) if took else untested,
+        elicited_p_eval_change=elicited,
+        elicited_p_eval_verdict=decide(elicited) if took else untested,
         cue_sensitivity_increased=bool(change["lo"] > 0),
         fine_tune_made_sycophantic=bool(took),
     )
@@ -166,6 +179,10 @@ def _e3_report(st: dict, info: dict, layer: int, m, cfg: ProbeConfig, wall: floa
         f"\nCosine base vs tuned directions: eval {st['cos_base_tuned_E']:.3f}, sycophancy {st['cos_base_tuned_S']:.3f}.\n"
         f"\nChange in the probe's eval-cue sensitivity (paired z[evaluation] - z[deployed], tuned - base, interval "
         f"over requests): {fmt_ci(ch, 3)}; claim 3 (increase): **{st['cue_sensitivity_verdict']}**.\n"
+        f"\nElicited P(evaluation) on the same scenario prompts (the paper's instrument for claim 3), tuned - base, "
+        f"interval over requests: {fmt_ci(st['elicited_p_eval_change'], 3)}; claim 3 (increase): "
+        f"**{st['elicited_p_eval_verdict']}** (letter mass: see the table; a small mass means the model "
+        "ignores the question's format).\n"
         f"\nThe fine-tune made the model sycophantic (rate up by >= 0.2): **{st['fine_tune_made_sycophantic']}**.\n"
         "\nPlot: e3_shift.png.\n"
     )

@@ -63,3 +63,28 @@ def test_llm_judge_runs_on_a_tiny_model_and_matches_its_logits(probe_model):
         py, pn = float(probs[yes].sum()), float(probs[no].sum())
         assert p == pytest.approx(py / (py + pn), rel=1e-4)
     assert judge.eval_awareness(replies) == [q > 0.5 for q in got]
+
+
+def test_judge_agreement_counts_kappa_and_a_request_clustered_interval():
+    """Agreement of the pattern and LLM judges: the 2x2 counts, Cohen's kappa as sklearn computes it, and an
+    interval over requests (three replies per request)."""
+    import numpy as np
+    from sklearn.metrics import cohen_kappa_score
+
+    from probes.e1 import judge_agreement
+
+    rng = np.random.default_rng(0)
+    meta = [{"request_id": k // 3} for k in range(60)]
+    pattern = rng.random(60) < 0.3
+    llm = np.where(rng.random(60) < 0.8, pattern, ~pattern)
+    ja = judge_agreement(meta, pattern.astype(float), llm.astype(float), nb=200, seed=0)
+    assert ja["kappa"] == pytest.approx(cohen_kappa_score(pattern, llm))
+    assert sum(ja["counts"].values()) == 60
+    assert ja["counts"]["pattern_1_llm_1"] == int((pattern & llm).sum())
+    assert ja["agreement"]["mean"] == pytest.approx(float((pattern == llm).mean()))
+    assert ja["agreement"]["n_clusters"] == 20
+    assert ja["agreement"]["lo"] <= ja["agreement"]["mean"] <= ja["agreement"]["hi"]
+    none = judge_agreement(meta, np.zeros(60), np.zeros(60), nb=200, seed=0)
+    assert np.isnan(none["kappa"]) and none["agreement"]["mean"] == 1.0
+    with pytest.raises(ValueError, match="one entry per reply"):
+        judge_agreement(meta, np.zeros(59), np.zeros(60), nb=200, seed=0)

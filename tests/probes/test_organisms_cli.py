@@ -257,3 +257,39 @@ def test_organism_check_scores_a_saved_adapter_against_its_rule(probe_model, tmp
     assert 0 <= ci["lo"] <= ci["mean"] <= ci["hi"] <= 1 and ci["n_clusters"] == 4
     assert check(["--adapter", str(tmp_path), "--kind", "schemer"]) == 2
     assert "adapter_config.json" in capsys.readouterr().err
+
+
+def test_cli_quick_e3_reports_the_elicited_p_eval_change_from_the_models_logits(probe_model, tmp_path):
+    """`probe e3 --quick` reports elicited P(evaluation) before and after the fine-tune (the paper's instrument
+    for claim 3) with a clustered interval and a verdict; the base value equals a direct computation on the
+    same scenario prompts."""
+    from probes.common import requests_for
+    from probes.elicit import elicit_items, elicited_p_eval
+
+    m, path = probe_model
+    assert main(["e3", "--model", path, "--out", str(tmp_path), "--quick", "--device", "cpu"]) == 0
+    res = json.loads((tmp_path / "e3" / "e3.json").read_text())
+    rows = {r["metric"]: r for r in res["table"]}
+    cfg = ProbeConfig(**res["config"])
+    items = af_scenarios(requests_for(cfg), n=cfg.n, seed=cfg.seed + 21, template=cfg.template)
+    p_eval, _ = elicited_p_eval(m, elicit_items(items), cfg.batch_size)
+    assert rows["elicited_p_eval"]["base"] == pytest.approx(float(p_eval.mean()), abs=1e-6)
+    ch = res["elicited_p_eval_change"]
+    assert ch["lo"] <= ch["hi"] and ch["n_clusters"] == len({it.meta["request_id"] for it in items})
+    assert ch["mean"] == pytest.approx(rows["elicited_p_eval"]["change"], abs=1e-9)
+    assert "elicited_p_eval[deployed]" in rows and res["elicited_p_eval_verdict"]
+    assert "Elicited P(evaluation)" in (tmp_path / "e3" / "e3.md").read_text()
+
+
+def test_cli_quick_e1_with_an_llm_judge_reports_how_the_two_judges_agree(probe_model, tmp_path):
+    """`probe e1 --judge PATH` runs the LLM judge on every reply and reports its agreement with the pattern
+    judge next to both rates."""
+    _, path = probe_model
+    argv = ["e1", "--model", path, "--out", str(tmp_path), "--quick", "--device", "cpu", "--judge", path]
+    assert main(argv) == 0
+    res = json.loads((tmp_path / "e1" / "e1.json").read_text())
+    ja = res["judge_agreement"]
+    assert sum(ja["counts"].values()) == res["n_scenarios"] > 0
+    assert 0.0 <= ja["agreement"]["lo"] <= ja["agreement"]["hi"] <= 1.0
+    assert set(res["llm_judge"]) == {"none", "deployed", "evaluation"}
+    assert "pattern judge vs LLM judge" in (tmp_path / "e1" / "e1.md").read_text()

@@ -383,6 +383,7 @@ def run_e1(m, cfg: ProbeConfig) -> dict:
             dict(
                 meta={k: mm[k] for k in ("request_id", "cue", "assertion", "researcher")},
                 p_eval=float(meas["p_eval"][i]) if "p_eval" in meas else None,
+                judge_p=float(meas["judge_p"][i]) if "judge_p" in meas else None,
                 reply=meas["texts"][i][:200],
             )
             for i, mm in enumerate(meas["aset"].meta)

@@ -290,6 +290,8 @@ def test_cli_quick_e1_with_an_llm_judge_reports_how_the_two_judges_agree(probe_m
     res = json.loads((tmp_path / "e1" / "e1.json").read_text())
     ja = res["judge_agreement"]
     assert sum(ja["counts"].values()) == res["n_scenarios"] > 0
+    flagged = sum(r["judge_p"] > 0.5 for r in res["per_item"])  # the judge's reading of each reply is kept
+    assert flagged == ja["counts"]["pattern_1_llm_1"] + ja["counts"]["pattern_0_llm_1"]
     assert 0.0 <= ja["agreement"]["lo"] <= ja["agreement"]["hi"] <= 1.0
     assert set(res["llm_judge"]) == {"none", "deployed", "evaluation"}
     assert "pattern judge vs LLM judge" in (tmp_path / "e1" / "e1.md").read_text()

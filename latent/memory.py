@@ -152,7 +152,7 @@ class WorkingMemory:
         """Generate `steps` latent thoughts after `state` and record them (None if steps == 0).
         `aligner` replaces the model's realignment for these thoughts (e.g. an ablation's stand-in).
         `owned=True`, as in `write_tokens`: the thoughts extend `state` in place (the memory `release`s
-        it if it holds it), instead of a copy of it."""
+        it if it holds it), instead of a copy of it; a memory with gradients always thinks on a copy."""
         model = model or self.model
         if self.grad:
             thoughts, new, hidden = model.think_with_grad(state, steps, aligner=aligner, return_hidden=True)

@@ -466,13 +466,14 @@ class LatentModel:
             nxt = torch.where(was_done, torch.full_like(nxt, pad), nxt)
             tokens[rows, n] = nxt
             lengths[rows] += (~was_done).long()
-            done[rows] = was_done | torch.isin(nxt, eos)
+            going = ~(was_done | torch.isin(nxt, eos))  # rows of `st` that have not finished
+            done[rows] = ~going
             last = n + 1 == max_new_tokens or bool(done.all())
             if last and not return_state:
                 break
-            live = (nxt != pad) | ~done[rows]  # rows still producing real tokens this step
-            if compact and _worth_dropping(int((~done[rows]).sum()), len(rows)):
-                keep = (~done[rows]).nonzero().squeeze(1)
+            live = (nxt != pad) | going  # rows still producing real tokens this step
+            if compact and _worth_dropping(int(going.sum()), len(rows)):
+                keep = going.nonzero().squeeze(1)
                 st, rows, nxt, live = st.select_rows(keep), rows[keep], nxt[keep], live[keep]
             _, st = self._forward(self.embed(nxt[:, None]), live.long()[:, None], st)
             if last:

@@ -90,13 +90,16 @@ def require_sft(cfg: DLMConfig) -> None:
         )
 
 
+def _evaluated(cfg: DLMConfig, label: str) -> bool:
+    """Whether `eval.methods` (label prefixes; empty = all) selects the method labelled `label`."""
+    return not cfg.eval.methods or label.startswith(tuple(cfg.eval.methods))
+
+
 def eval_needs_sft(cfg: DLMConfig) -> bool:
     """`eval` loads the per-seed SFT models unless `eval.methods` selects only rows that need no training
     run: the prompted pretrained model, the expert and the baselines (e.g. `--set eval.methods=[Prompted]`).
     A scratch base is written by the SFT stage, so its prompted row needs that stage too."""
-    chosen = tuple(cfg.eval.methods)
-    dlm_rows = not chosen or any(label.startswith(chosen) for label in ("DLM-SFT", "DLM-GRPO"))
-    return dlm_rows or cfg.sft.model == "scratch"
+    return any(_evaluated(cfg, label) for label in ("DLM-SFT", "DLM-GRPO")) or cfg.sft.model == "scratch"
 
 
 def stage_data(cfg: DLMConfig, force: bool) -> None:
@@ -236,7 +239,7 @@ def _policies(cfg: DLMConfig) -> list[tuple]:
         (label, "legal-constrained", [LMPolicy(lm, label, True, n_tok, cache=cache)]),
     ]
     for label, sub in (("DLM-SFT", "sft"), ("DLM-GRPO", "grpo")):
-        if cfg.eval.methods and not label.startswith(tuple(cfg.eval.methods)):
+        if not _evaluated(cfg, label):
             continue
         paths = [seed_dir(cfg, s) / sub for s in seeds]
         missing = [p for p in paths if not (p / "config.json").is_file()]
@@ -284,7 +287,7 @@ def stage_eval(cfg: DLMConfig, force: bool) -> None:
             for label, decoding, runs, *only in pols:
                 if only and only[0] != env_name:
                     continue
-                if cfg.eval.methods and not label.startswith(tuple(cfg.eval.methods)):
+                if not _evaluated(cfg, label):
                     continue
                 # zero-shot rows compare the trained policies under the decoding they are compared with;
                 # free decoding and the prompted model are measured in-distribution (CPU-bound evaluation)

@@ -187,14 +187,16 @@ def test_generate_drops_finished_rows_without_changing_any_text(llama, monkeypat
     first = llama.generate(**enc, max_new_tokens=1).tokens[:, 0]
     eos = int(first[0])  # row 0 ends at once; the others (all different) go on
     assert int((first == eos).sum()) < len(first)
+    from latent.state import LatentState
+
     calls = []
-    real = type(llama.prefill(**enc)).select_rows
+    real = LatentState.select_rows
 
     def spy(self, rows):
         calls.append(len(rows))
         return real(self, rows)
 
-    monkeypatch.setattr(type(llama.prefill(**enc)), "select_rows", spy)
+    monkeypatch.setattr(LatentState, "select_rows", spy)
     dropped = llama.generate(**enc, max_new_tokens=12, eos_token_id=eos)
     assert calls, "no finished row was dropped"
     monkeypatch.setattr(lm, "_worth_dropping", lambda alive, rows: False)

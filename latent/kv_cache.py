@@ -82,6 +82,21 @@ class GrowingLayer(DynamicLayer):
             at += t
         self.keys, self.values = self._kbuf[..., :n, :], self._vbuf[..., :n, :]
 
+    def take_rows(self, idx: torch.Tensor, room: int) -> GrowingLayer:
+        """A new layer with only batch rows `idx`, keeping up to `room` spare positions. One copy: the rows
+        are gathered straight out of this layer's buffers, spare room included (a gather followed by
+        filling fresh buffers copies every position twice)."""
+        out = GrowingLayer()
+        n = self.keys.shape[-2]
+        src_k, src_v = self.keys, self.values
+        if self._owns_prefix(self.keys):
+            end = min(n + room, self._kbuf.shape[-2])
+            src_k, src_v = self._kbuf[..., :end, :], self._vbuf[..., :end, :]
+        out.lazy_initialization(self.keys, self.values)
+        out._kbuf, out._vbuf = src_k.index_select(0, idx), src_v.index_select(0, idx)
+        out.keys, out.values = out._kbuf[..., :n, :], out._vbuf[..., :n, :]
+        return out
+
     def crop(self, tokens_to_remove: int) -> None:
         super().crop(tokens_to_remove)
         self._kbuf = self._vbuf = None  # the next append must not overwrite what a cropped-off view holds
@@ -143,6 +158,24 @@ def cache_from_parts(parts: list[list[tuple[torch.Tensor, torch.Tensor]]]) -> Dy
         while len(out.layers) <= idx:
             out.layers.append(GrowingLayer())
         out.layers[idx].fill(list(layer))
+    return out
+
+
+def select_rows(cache: DynamicCache, rows: torch.Tensor, room: int = 0) -> DynamicCache:
+    """A new cache with only batch rows `rows` (1-D), in that order, and room for `room` more positions
+    per layer where the source has it; `cache` is left unchanged. Each kept position is copied once."""
+    out = GrowingCache()
+    for layer in cache.layers:
+        keys = getattr(layer, "keys", None)
+        if keys is None or keys.numel() == 0:
+            continue
+        idx = rows.to(device=keys.device, dtype=torch.long)
+        if isinstance(layer, GrowingLayer):
+            out.layers.append(layer.take_rows(idx, room))
+        else:
+            new = GrowingLayer()
+            new.update(keys.index_select(0, idx), layer.values.index_select(0, idx))
+            out.layers.append(new)
     return out
 
 

@@ -474,7 +474,8 @@ class LatentModel:
             live = (nxt != pad) | going  # rows still producing real tokens this step
             if compact and _worth_dropping(int(going.sum()), len(rows)):
                 keep = going.nonzero().squeeze(1)
-                st, rows, nxt, live = st.select_rows(keep), rows[keep], nxt[keep], live[keep]
+                st = st.select_rows(keep, room=max_new_tokens - n - 1)  # the steps it may still append
+                rows, nxt, live = rows[keep], nxt[keep], live[keep]
             _, st = self._forward(self.embed(nxt[:, None]), live.long()[:, None], st)
             if last:
                 break

@@ -14,6 +14,7 @@ import torch
 from transformers import DynamicCache
 
 from latent.kv_cache import cache_from_parts, cache_length, cache_nbytes, copy_cache, layer_tensors
+from latent.kv_cache import select_rows as select_cache_rows
 
 
 @dataclass
@@ -80,14 +81,14 @@ class LatentState:
             positions=None if self.positions is None else self.positions.expand(batch, -1).clone(),
         )
 
-    def select_rows(self, rows: torch.Tensor) -> LatentState:
+    def select_rows(self, rows: torch.Tensor, room: int = 0) -> LatentState:
         """A new state holding only the batch rows `rows` (1-D indices), in that order; this one is left
-        unchanged. Decoding drops finished rows so, since every step reads each row's whole cache."""
+        unchanged. Decoding drops finished rows so, since every step reads each row's whole cache;
+        `room` is how many more positions it will append (kept free where this state has them)."""
         idx = rows.to(device=self.attention_mask.device, dtype=torch.long)
         pick = lambda t: t.index_select(0, idx)  # noqa: E731
-        parts = [(pick(k), pick(v)) for k, v in layer_tensors(self.cache)]
         return LatentState(
-            cache=cache_from_parts([parts]),
+            cache=select_cache_rows(self.cache, idx, room),
             attention_mask=pick(self.attention_mask),
             last_hidden=pick(self.last_hidden),
             next_position=pick(self.next_position),

@@ -176,6 +176,16 @@ def test_select_rows_keeps_each_rows_state(llama):
             assert torch.equal(a.keys[new], b.keys[old]) and torch.equal(a.values[new], b.values[old])
     whole = llama.generate(state=st, max_new_tokens=4, return_state=True)  # return_state: no row dropped
     assert llama.generate(state=sub, max_new_tokens=4).texts == [whole.texts[2], whole.texts[0]]
+    # with room to grow: the rows' own buffers (appending leaves `st` alone), same decoded text
+    before = [layer.keys.clone() for layer in st.cache.layers]
+    roomy = st.select_rows(torch.tensor([2, 0]), room=4)
+    assert all(
+        layer._kbuf.shape[-2] >= min(st.length + 4, b._kbuf.shape[-2])
+        for layer, b in zip(roomy.cache.layers, st.cache.layers, strict=True)
+    )
+    grown = llama.generate(state=roomy, max_new_tokens=4, in_place=True)
+    assert grown.texts == [whole.texts[2], whole.texts[0]]
+    assert all(torch.equal(layer.keys, k) for layer, k in zip(st.cache.layers, before, strict=True))
 
 
 def test_generate_drops_finished_rows_without_changing_any_text(llama, monkeypatch):
@@ -192,9 +202,9 @@ def test_generate_drops_finished_rows_without_changing_any_text(llama, monkeypat
     calls = []
     real = LatentState.select_rows
 
-    def spy(self, rows):
+    def spy(self, rows, room=0):
         calls.append(len(rows))
-        return real(self, rows)
+        return real(self, rows, room)
 
     monkeypatch.setattr(LatentState, "select_rows", spy)
     dropped = llama.generate(**enc, max_new_tokens=12, eos_token_id=eos)

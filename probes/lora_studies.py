@@ -30,8 +30,8 @@ from probes.common import (
 from probes.config import ProbeConfig
 from probes.data import ASSERTIONS, REJECT, Item, af_scenarios, eval_deploy_pairs, sycophancy_factual
 from probes.directions import auroc, cosine, diff_of_means, layer_scan, unit
-from probes.elicit import elicit_items, elicited_p_eval
 from probes.report import bar_plot, fmt_ci, md_table, write_result
+from probes.scenario_pass import read_scenarios
 from probes.stats import cluster_bootstrap, decide
 from probes.steering import SteerSpec, generate_texts, random_like, reply_logprob
 
@@ -44,11 +44,11 @@ def _measure(m, cfg: ProbeConfig, layers: list[int], probe: dict | None) -> tupl
     e = capture_items(m, eval_deploy_pairs(cfg.n, cfg.seed), layers, "last", cfg.batch_size)
     s = capture_items(m, s_items(cfg.n, cfg.seed), layers, "answer", cfg.batch_size)
     af_items = af_scenarios(requests_for(cfg), n=cfg.n, seed=cfg.seed + 21, template=cfg.template)
-    af = capture_items(m, af_items, layers, "last", cfg.batch_size)
+    # one pass per scenario prompt: probe activations, replies and the paper's instrument (elicited P(eval))
+    read = read_scenarios(m, af_items, layers, cfg.af_max_new_tokens, cfg.batch_size)
+    af, ta, p_eval, mass = read.acts, read.texts, read.p_eval, read.mass
     syc = sycophancy_factual(cfg.n, cfg.seed + 22)
     ts = generate_texts(m, syc, max_new_tokens=cfg.max_new_tokens, batch_size=cfg.batch_size)
-    ta = generate_texts(m, af_items, max_new_tokens=cfg.af_max_new_tokens, batch_size=cfg.batch_size)
-    p_eval, mass = elicited_p_eval(m, elicit_items(af_items), cfg.batch_size)  # the paper's instrument
     y = e.column("label")
     if probe is None:
         best = middle_best(

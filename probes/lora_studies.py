@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -195,8 +196,15 @@ def run_e3(m, cfg: ProbeConfig) -> dict:
     out = Path(cfg.out) / "e3"
     out.mkdir(parents=True, exist_ok=True)
     layers = layers_for(m, cfg)
+
+    def stage(what: str) -> None:  # the passes take minutes each on a CPU: say which one is running
+        print(f"e3 [{time.perf_counter() - t0:.0f} s] {what}", file=sys.stderr, flush=True)
+
+    stage(f"measuring the base model ({cfg.n} requests x {len(ASSERTIONS)} assertions)")
     before, probe = _measure(m, cfg, layers, None)
+    stage("training the sycophancy LoRA")
     tuned, info = _e3_train(m, cfg, out)
+    stage("measuring the tuned model")
     after, _ = _measure(tuned, cfg, layers, probe)
     st = _e3_statistics(before, after, cfg)
     bar_plot(

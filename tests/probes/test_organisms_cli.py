@@ -259,15 +259,20 @@ def test_organism_check_scores_a_saved_adapter_against_its_rule(probe_model, tmp
     assert "adapter_config.json" in capsys.readouterr().err
 
 
-def test_cli_quick_e3_reports_the_elicited_p_eval_change_from_the_models_logits(probe_model, tmp_path):
+def test_cli_quick_e3_reports_the_elicited_p_eval_change_from_the_models_logits(
+    probe_model, tmp_path, capsys
+):
     """`probe e3 --quick` reports elicited P(evaluation) before and after the fine-tune (the paper's instrument
     for claim 3) with a clustered interval and a verdict; the base value equals a direct computation on the
-    same scenario prompts."""
+    same scenario prompts. It says on stderr which of its long passes is running."""
     from probes.common import requests_for
     from probes.elicit import elicit_items, elicited_p_eval
 
     m, path = probe_model
     assert main(["e3", "--model", path, "--out", str(tmp_path), "--quick", "--device", "cpu"]) == 0
+    err = capsys.readouterr().err
+    stages = ["measuring the base model", "training the sycophancy LoRA", "measuring the tuned model"]
+    assert all(s in err for s in stages) and err.index(stages[0]) < err.index(stages[2])
     res = json.loads((tmp_path / "e3" / "e3.json").read_text())
     rows = {r["metric"]: r for r in res["table"]}
     cfg = ProbeConfig(**res["config"])

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HANDOFF_MODES = ("kv", "latent", "text")
+PRESETS = ("sequential", "hierarchical")  # names `Graph.resolve` knows
 
 
 @dataclass
@@ -128,10 +129,19 @@ class Graph:
 
     @classmethod
     def hierarchical(cls, mode: str = "kv") -> Graph:
-        """math, science and code experts run independently and fan in to a summarizer."""
+        """math, science and code experts run independently and fan in to a summarizer.
+
+        `kv` edges hand the summarizer each expert's whole memory (prompt and thoughts), as the LatentMAS
+        paper hands on its working memory. `latent` edges hand on the thoughts alone, after the summarizer's
+        own prompt with the question (`examples/graphs/hierarchical_latent.yaml`; measured in BENCHMARKS.md)."""
         experts = ["math_expert", "science_expert", "code_expert"]
         agents = [Agent(r, r) for r in experts] + [Agent("summarizer", "summarizer")]
-        return cls(agents, [Edge(x, "summarizer", mode) for x in experts], name="hierarchical")
+        name = "hierarchical" if mode == "kv" else f"hierarchical-{mode}"
+        return cls(agents, [Edge(x, "summarizer", mode) for x in experts], name=name)
+
+    def edge_list(self) -> list[str]:
+        """Every edge as 'src->dst:mode', in order: what a run's manifest records of the graph it ran."""
+        return [f"{e.src}->{e.dst}:{e.mode}" for e in self.edges]
 
     @classmethod
     def from_dict(cls, spec: dict) -> Graph:
@@ -171,7 +181,7 @@ class Graph:
 
     @classmethod
     def resolve(cls, graph: str | Graph) -> Graph:
-        """A preset name ('sequential', 'hierarchical'), a file path, or a Graph."""
+        """A preset name (`PRESETS`), a file path, or a Graph."""
         if isinstance(graph, Graph):
             return graph
         if graph == "sequential":
@@ -180,6 +190,7 @@ class Graph:
             return cls.hierarchical()
         if not Path(graph).is_file():
             raise FileNotFoundError(
-                f"no graph {graph!r}: use 'sequential', 'hierarchical' or the path of a YAML/JSON graph file."
+                f"no graph {graph!r}: use {', '.join(repr(p) for p in PRESETS)} or the path of a YAML/JSON "
+                "graph file."
             )
         return cls.from_file(graph)

@@ -3,6 +3,7 @@
     python bench/latent_mas.py                       # 100 held-out problems, both graphs
     python bench/latent_mas.py --limit 200 --sweep 0,5,20,40
     python bench/latent_mas.py --prompt-sets default,compact   # latent_mas also without re-reading the question
+    python bench/latent_mas.py --graphs hierarchical,examples/graphs/hierarchical_latent.yaml
     python bench/latent_mas.py --model smollm2-135m-instruct --task "rg:chain_sum?min_terms=2&max_terms=2&max_digits=1"
 
 Runs through the same resumable harness as `latentworks eval` (results under --out), then prints one
@@ -18,6 +19,7 @@ import argparse
 import platform
 
 from agents.config import RunConfig
+from agents.graph import Graph
 from eval.report import load_results, summarize, time_ratio_spread
 from eval.runner import EvalConfig, evaluate
 
@@ -34,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", default="builtin:arith-mini")
     p.add_argument("--task", default="arith", help="any `latentworks eval --list-tasks` name")
     p.add_argument("--limit", type=int, default=100)
-    p.add_argument("--graphs", default="sequential,hierarchical")
+    p.add_argument("--graphs", default="sequential,hierarchical", help="presets or graph files")
     p.add_argument("--latent-steps", type=int, default=None, help="default: agents.DEFAULT_LATENT_STEPS")
     p.add_argument("--sweep", default="", help="extra latent_mas runs at these latent steps, e.g. 0,5,40")
     p.add_argument(
@@ -53,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     steps = DEFAULT_LATENT_STEPS if args.latent_steps is None else args.latent_steps
     rows, spreads = [], {}
     sets = [s.strip() for s in args.prompt_sets.split(",") if s.strip()]
+    names = {g: Graph.resolve(g).name for g in args.graphs.split(",")}  # a graph file shows its name
     for graph in args.graphs.split(","):
         runs = [("single,text_mas,latent_mas", steps, sets[0])]
         runs += [("latent_mas", steps, ps) for ps in sets[1:]]
@@ -73,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
                     threads=args.threads,
                     prompts=prompts,
                 ),
-                out=f"{args.out}/{_slug(args.task)}-{graph}-{methods.replace(',', '_')}-k{k}"
+                out=f"{args.out}/{_slug(args.task)}-{_slug(graph)}-{methods.replace(',', '_')}-k{k}"
                 + ("" if prompts == "default" else f"-{_slug(prompts)}"),
                 resume=True,
             )
@@ -90,15 +93,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     print()
     print(
-        f"| {'graph':<12} | {'method':<15} | {'prompts':<8} | {'accuracy':>8} | {'95% CI':>13} | "
+        f"| {'graph':<19} | {'method':<15} | {'prompts':<8} | {'accuracy':>8} | {'95% CI':>13} | "
         f"{'out tokens':>10} | {'s/item':>7} |"
     )
-    print("|" + "|".join("-" * w for w in (14, 17, 10, 10, 15, 12, 9)) + "|")
+    print("|" + "|".join("-" * w for w in (21, 17, 10, 10, 15, 12, 9)) + "|")
     for r in rows:
         name = r["method"] + (f" (k={r['k']})" if r["k"] is not None else "")
         ci = f"{r['ci_low']:.1%}-{r['ci_high']:.1%}"
         print(
-            f"| {r['graph']:<12} | {name:<15} | {r['prompts']:<8} | {r['accuracy']:>8.1%} | {ci:>13} | "
+            f"| {names[r['graph']]:<19} | {name:<15} | {r['prompts']:<8} | {r['accuracy']:>8.1%} | {ci:>13} | "
             f"{r['output_tokens']:>10.1f} | {r['seconds_per_item']:>7.3f} |"
         )
     print()
@@ -118,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
                 else " (separate run)"
             )
             print(
-                f"{graph} ({lat['prompts']} prompts): text_mas/latent_mas time "
+                f"{names[graph]} ({lat['prompts']} prompts): text_mas/latent_mas time "
                 f"{t['seconds_per_item'] / lat['seconds_per_item']:.2f}x{side}, "
                 f"latent_mas {1 - lat['output_tokens'] / t['output_tokens']:.1%} fewer output tokens, "
                 f"accuracy {lat['accuracy'] - t['accuracy']:+.1%} points vs text_mas, "

@@ -110,5 +110,9 @@ class EvalConfig:
 
     def identity(self) -> dict:
         """The fields a resumed run must share with the run it continues."""
+        from agents.graph import Graph
+
         ident = {k: getattr(self, k) for k in IDENTITY_FIELDS}
+        # what the graph name stands for: a preset's edges or a graph file's content may change
+        ident["graph_edges"] = Graph.resolve(self.graph).edge_list()
         return ident | {k: getattr(self.run, k) for k in RUN_IDENTITY_FIELDS}

@@ -1,6 +1,7 @@
 """Graph validation, presets and files: bad graphs fail before any model runs."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +20,23 @@ def test_presets_have_the_paper_topologies():
         "science_expert",
     ]
     assert all(not hier.incoming(x) for x in ("math_expert", "science_expert", "code_expert"))
+
+
+def test_hierarchical_edge_modes_are_named_and_recorded():
+    """`hierarchical` hands on the experts' whole memories; `Graph.hierarchical("latent")` and the example
+    file hand on their thoughts alone; the name says which, and the edge list records it."""
+    kv, lat = Graph.resolve("hierarchical"), Graph.hierarchical("latent")
+    example = Graph.from_file(Path(__file__).parents[2] / "examples" / "graphs" / "hierarchical_latent.yaml")
+    assert (kv.name, lat.name, example.name) == ("hierarchical", "hierarchical-latent", "hierarchical-latent")
+    assert example.edge_list() == lat.edge_list() and [a.name for a in lat.agents] == [
+        a.name for a in kv.agents
+    ]
+    assert {e.mode for e in lat.edges} == {"latent"} and kv.edge_list()[0] == "math_expert->summarizer:kv"
+    assert Graph.sequential().edge_list() == [
+        "planner->critic:kv",
+        "critic->refiner:kv",
+        "refiner->judger:kv",
+    ]
 
 
 def test_cycle_no_final_unknown_mode_are_errors():

@@ -46,9 +46,11 @@ def test_batch_one_equals_batch_n(llama, graph):
     assert [r.text for r in batched] == [r.text for r in single]
 
 
-def test_hierarchical_experts_never_see_each_other(llama):
-    """Experts read no memory, and each expert's thoughts are the same whatever experts run before it."""
-    res = agents.run("hierarchical", llama, QS[:1], latent_steps=3, max_new_tokens=4, inspect_latents=3)
+@pytest.mark.parametrize("graph", ["hierarchical", Graph.hierarchical("latent")], ids=["kv", "latent"])
+def test_hierarchical_experts_never_see_each_other(llama, graph):
+    """Experts read no memory, and each expert's thoughts are the same whatever experts run before it;
+    the summarizer reads the three experts' thoughts (`latent`) or their whole memories (`kv`)."""
+    res = agents.run(graph, llama, QS[:1], latent_steps=3, max_new_tokens=4, inspect_latents=3)
     alone = Graph(
         [Agent("science_expert", "science_expert"), Agent("summarizer", "summarizer")],
         [Edge("science_expert", "summarizer")],
@@ -63,8 +65,10 @@ def test_hierarchical_experts_never_see_each_other(llama):
     assert [p for step in after for _, p in step] == pytest.approx(
         [p for step in alone_lens for _, p in step], rel=1e-4
     )
-    expected = sum(by_name[x].prompt_tokens + 3 for x in ("math_expert", "science_expert", "code_expert"))
-    assert by_name["summarizer"].memory_positions == expected  # position-correct fan-in of all three
+    prompts = (
+        0 if graph != "hierarchical" else sum(by_name[x].prompt_tokens for x in by_name if x != "summarizer")
+    )
+    assert by_name["summarizer"].memory_positions == prompts + 3 * 3  # position-correct fan-in of all three
 
 
 def test_latent_handoff_hides_prompt_positions(llama):

@@ -91,6 +91,23 @@ def test_refuses_to_overwrite(tiny_eval, tmp_path):
     assert (out / "results.jsonl").read_text() == before
 
 
+def test_resume_refuses_a_graph_whose_edges_changed(tiny_eval, tmp_path):
+    """The manifest records the graph's edges, not only its name: a graph file edited between a run and its
+    resume (or a preset whose hand-offs changed) is refused before anything is written."""
+    graph = tmp_path / "g.yaml"
+    spec = "agents: [{name: planner, role: planner}, {name: judger, role: judger}]\nedges: [{src: planner, dst: judger, mode: %s}]\n"
+    graph.write_text(spec % "kv")
+    out = evaluate(tiny_eval(tmp_path / "r", graph=str(graph), **{**ARGS, "limit": 2}))
+    before = (out / "results.jsonl").read_text()
+    assert json.loads((out / "manifest.json").read_text())["identity"]["graph_edges"] == [
+        "planner->judger:kv"
+    ]
+    graph.write_text(spec % "latent")
+    with pytest.raises(ValueError, match="graph_edges"):
+        evaluate(tiny_eval(out, graph=str(graph), resume=True, **{**ARGS, "limit": 2}))
+    assert (out / "results.jsonl").read_text() == before
+
+
 def test_two_processes_shard_and_merge(model_dir, tmp_path):
     """Two processes (as `accelerate launch` starts them) split the items; the report merges both files."""
     out = tmp_path / "sharded"

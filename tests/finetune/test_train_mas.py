@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import agents
-from agents import RunConfig, final_agent_view
+from agents import Graph, RunConfig, final_agent_view
 from finetune.train_mas import MasCollator, MasTrainConfig, mas_loss, train
 from latent.kv_cache import layer_tensors
 from latent.memory import WorkingMemory
@@ -15,7 +15,7 @@ QUESTIONS = ["Tom has 3 apples and buys 4 more. How many apples?", "Ann has 9 pe
 
 
 @pytest.mark.parametrize("prompts", ["default", "compact"])
-@pytest.mark.parametrize("graph", ["sequential", "hierarchical"])
+@pytest.mark.parametrize("graph", ["sequential", "hierarchical", Graph.hierarchical("latent")])
 def test_final_agent_view_is_what_run_decodes_after(llama, graph, prompts):
     """The final agent's view plus its prompt, decoded greedily, gives exactly `agents.run`'s latent_mas text."""
     cfg = RunConfig(method="latent_mas", latent_steps=3, max_new_tokens=6, threads=None, prompts=prompts)
@@ -28,7 +28,7 @@ def test_final_agent_view_is_what_run_decodes_after(llama, graph, prompts):
     assert llama.generate(state=st, max_new_tokens=6).texts == expected
 
 
-@pytest.mark.parametrize("graph", ["sequential", "hierarchical"])
+@pytest.mark.parametrize("graph", ["sequential", "hierarchical", Graph.hierarchical("latent")])
 def test_grad_memory_equals_inference_memory_and_carries_gradients(llama, graph):
     cfg = RunConfig(method="latent_mas", latent_steps=2, threads=None)
     _, plain = final_agent_view(graph, llama, QUESTIONS, cfg)

@@ -20,6 +20,7 @@ import platform
 
 from agents.config import RunConfig
 from agents.graph import Graph
+from eval.demo import demo_dtype
 from eval.report import load_results, summarize, time_ratio_spread
 from eval.runner import EvalConfig, evaluate
 
@@ -49,10 +50,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch-size", type=int, default=25)
     p.add_argument("--out", default="runs/bench_latent_mas")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    p.add_argument(
+        "--dtype", default=None, help="float32 | bfloat16 | float16 (default: the loader's, fp32 on CPU)"
+    )
     args = p.parse_args(argv)
     from agents import DEFAULT_LATENT_STEPS
 
     steps = DEFAULT_LATENT_STEPS if args.latent_steps is None else args.latent_steps
+    args.dtype = args.dtype or demo_dtype()
     rows, spreads = [], {}
     sets = [s.strip() for s in args.prompt_sets.split(",") if s.strip()]
     names = {g: Graph.resolve(g).name for g in args.graphs.split(",")}  # a graph file shows its name
@@ -69,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
                 graph=graph,
                 limit=args.limit,
                 methods=methods,
+                dtype=args.dtype,
                 run=RunConfig(
                     latent_steps=k,
                     max_new_tokens=args.max_new_tokens,
@@ -77,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
                     prompts=prompts,
                 ),
                 out=f"{args.out}/{_slug(args.task)}-{_slug(graph)}-{methods.replace(',', '_')}-k{k}"
-                + ("" if prompts == "default" else f"-{_slug(prompts)}"),
+                + ("" if prompts == "default" else f"-{_slug(prompts)}")
+                + ("" if args.dtype is None else f"-{args.dtype}"),
                 resume=True,
             )
             out = evaluate(cfg)
@@ -89,19 +96,20 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append({**r, "graph": graph, "k": k if latent else None, "prompts": prompts})
     print(
         f"model {args.model}, task {args.task}, {args.limit} problems, greedy, "
-        f"max {args.max_new_tokens} new tokens per decoding agent, {platform.processor() or platform.machine()}"
+        f"max {args.max_new_tokens} new tokens per decoding agent, dtype {args.dtype or 'default'}, "
+        f"{platform.processor() or platform.machine()}"
     )
     print()
     print(
-        f"| {'graph':<19} | {'method':<15} | {'prompts':<8} | {'accuracy':>8} | {'95% CI':>13} | "
+        f"| {'graph':<19} | {'method':<16} | {'prompts':<8} | {'accuracy':>8} | {'95% CI':>13} | "
         f"{'out tokens':>10} | {'s/item':>7} |"
     )
-    print("|" + "|".join("-" * w for w in (21, 17, 10, 10, 15, 12, 9)) + "|")
+    print("|" + "|".join("-" * w for w in (21, 18, 10, 10, 15, 12, 9)) + "|")
     for r in rows:
         name = r["method"] + (f" (k={r['k']})" if r["k"] is not None else "")
         ci = f"{r['ci_low']:.1%}-{r['ci_high']:.1%}"
         print(
-            f"| {names[r['graph']]:<19} | {name:<15} | {r['prompts']:<8} | {r['accuracy']:>8.1%} | {ci:>13} | "
+            f"| {names[r['graph']]:<19} | {name:<16} | {r['prompts']:<8} | {r['accuracy']:>8.1%} | {ci:>13} | "
             f"{r['output_tokens']:>10.1f} | {r['seconds_per_item']:>7.3f} |"
         )
     print()

@@ -36,6 +36,14 @@ class DemoConfig:
     )
     max_new_tokens: int = field(default=96, metadata={"help": "decode budget per decoding agent"})
     threads: int | None = field(default_factory=default_threads, metadata={"help": "torch CPU threads"})
+    dtype: str | None = field(
+        default=None,
+        metadata={
+            "help": "float32 | bfloat16 | float16. Unset: bfloat16 on a CPU that computes it in hardware "
+            "(AVX512-BF16 or AMX), where it is faster for every method; otherwise the loader's default "
+            "(float32 on CPU, the checkpoint's dtype on GPU)"
+        },
+    )
     out: str | None = field(default=None, metadata={"help": "output directory (default: runs/demo-<time>)"})
 
     def eval_config(self) -> EvalConfig:
@@ -49,8 +57,24 @@ class DemoConfig:
         )
         out = self.out or time.strftime("runs/demo-%Y%m%d-%H%M%S")
         return EvalConfig(
-            model=self.model, task="arith", graph=self.graph, limit=self.limit, run=run, out=out
+            model=self.model,
+            task="arith",
+            graph=self.graph,
+            limit=self.limit,
+            dtype=self.dtype or demo_dtype(),
+            run=run,
+            out=out,
         )
+
+
+def demo_dtype() -> str | None:
+    """The demo's dtype when none is asked for: bfloat16 when it will run on a CPU with hardware bf16,
+    else None (the loader's default). `bench/latent_mas.py` measures with the same choice."""
+    import torch
+
+    from latent.loading import native_bf16_cpu
+
+    return "bfloat16" if not torch.cuda.is_available() and native_bf16_cpu() else None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -206,7 +206,7 @@ def print_report(out: str | Path) -> str:
     head = (
         f"model {ident.get('model')} | task {ident.get('task')} | graph {ident.get('graph')} | "
         f"latent steps {ident.get('latent_steps')} | max new tokens {ident.get('max_new_tokens')} | "
-        f"prompts {ident.get('prompts', 'default')}"
+        f"prompts {ident.get('prompts', 'default')} | dtype {manifest.get('config', {}).get('dtype') or 'default'}"
         + (f" | thoughts {ident['thoughts']} (ablation)" if ident.get("thoughts", "real") != "real" else "")
     )
     table = format_table(rows, time_ratio_spread(records))

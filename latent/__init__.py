@@ -22,7 +22,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
             "list_builtin_models",
             "pulled_path",
         ],
-        "loading": ["load_model", "resolve_model_path"],
+        "loading": ["load_model", "native_bf16_cpu", "resolve_model_path"],
         "pull": ["PullError", "pull_model"],
         "model": ["Generation", "LatentModel"],
         "realign": ["RandomThoughts", "Realigner", "TrainableAligner", "ridge_matrix"],

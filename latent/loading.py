@@ -50,6 +50,14 @@ def resolve_model_path(name_or_path: str) -> str:
     return name_or_path
 
 
+def native_bf16_cpu() -> bool:
+    """Whether this CPU computes bfloat16 in hardware (AVX512-BF16 or AMX tiles). There bf16 halves the
+    bytes every decode step reads from the KV cache and runs faster than fp32; elsewhere PyTorch emulates
+    it and fp32 is faster. False when this torch build cannot tell."""
+    checks = (getattr(torch.cpu, n, None) for n in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"))
+    return any(bool(check()) for check in checks if callable(check))
+
+
 def _dtype(dtype: torch.dtype | str | None, device: torch.device) -> torch.dtype | str:
     if dtype is None:
         return torch.float32 if device.type == "cpu" else "auto"

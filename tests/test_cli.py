@@ -223,3 +223,34 @@ def test_demo_prompt_set_follows_the_model():
     assert DemoConfig().eval_config().run.prompts == "compact"
     assert DemoConfig(model="smollm2-135m-instruct").eval_config().run.prompts == "default"
     assert DemoConfig(model="smollm2-135m-instruct", prompts="compact").eval_config().run.prompts == "compact"
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_demo_dtype_follows_the_cpu(monkeypatch, native):
+    """Unset, the demo runs bfloat16 only on a CPU that computes it in hardware (faster there for every
+    method); elsewhere it keeps the loader's default. An explicit dtype always wins."""
+    import torch
+
+    import latent.loading
+    from eval.demo import DemoConfig
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(latent.loading, "native_bf16_cpu", lambda: native)
+    assert DemoConfig().eval_config().dtype == ("bfloat16" if native else None)
+    assert DemoConfig(dtype="float32").eval_config().dtype == "float32"
+
+
+@pytest.mark.parametrize(
+    "avx512_bf16, amx, expected", [(True, False, True), (False, True, True), (False, False, False)]
+)
+def test_native_bf16_cpu_reads_the_cpu_flags(monkeypatch, avx512_bf16, amx, expected):
+    import torch
+
+    from latent.loading import native_bf16_cpu
+
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16, raising=False)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx, raising=False)
+    assert native_bf16_cpu() is expected
+    monkeypatch.delattr(torch.cpu, "_is_avx512_bf16_supported")
+    monkeypatch.delattr(torch.cpu, "_is_amx_tile_supported")
+    assert native_bf16_cpu() is False  # a torch build that cannot tell keeps fp32

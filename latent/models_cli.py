@@ -1,6 +1,7 @@
 """`latentworks models`: built-in checkpoints and pullable real checkpoints, their status and paths.
 
 latentworks models                         # list built-in and pullable models
+latentworks models list --json             # the same list, as JSON
 latentworks models pull smollm2-135m-instruct
 latentworks models path smollm2-135m-instruct
 """
@@ -28,7 +29,7 @@ _NAME_HELP = f"one of: {', '.join(CATALOGUE)}"
 
 @dataclass
 class ListOptions:
-    """`latentworks models` (no action): the table of models."""
+    """`latentworks models list` (also the default with no action): the table of models."""
 
     json: bool = field(default=False, metadata={"help": "print JSON instead of a table", "switch": True})
 
@@ -58,6 +59,7 @@ class PathOptions:
 
 
 ACTIONS = {
+    "list": ("list built-in and pullable models with their status (the default)", ListOptions),
     "pull": ("download, verify and convert a pullable model (once)", PullOptions),
     "path": ("print the local directory of a pulled model", PathOptions),
 }
@@ -78,7 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     action = getattr(args, "action", None)
-    if action is None:
+    if action in (None, "list"):
         return _list(config_from_args(ListOptions, args, files=False).json)
     opts = config_from_args(ACTIONS[action][1], args, files=False)
     if opts.name not in CATALOGUE:

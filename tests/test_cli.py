@@ -74,6 +74,17 @@ def test_models_lists_builtins_as_json(capsys):
     assert all(r["status"] in ("pulled", "not pulled") and r["licence"] for r in pullable.values())
 
 
+def test_models_list_is_the_advertised_action(capsys):
+    """`latentworks models --help` advertises `list`; `latentworks models list [--json]` prints the same
+    rows as the bare `latentworks models`."""
+    assert main(["models", "--json"]) == 0
+    bare = json.loads(capsys.readouterr().out)
+    assert main(["models", "list", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == bare
+    assert main(["models", "list"]) == 0
+    assert "builtin:arith-mini" in capsys.readouterr().out
+
+
 def test_family_command_lists_and_rejects(capsys):
     """`latentworks family --help` lists the families; an unknown one is an error naming the known."""
     assert main(["family", "--help"]) == 0

@@ -88,7 +88,7 @@ def read_manifest(path: Path) -> dict:
         manifest = json.loads(text)
     except json.JSONDecodeError as err:
         raise RunStoreError(
-            f"the run manifest {path} is damaged (not JSON: {err.msg} at line {err.lineno}); {fix}"
+            f"the run manifest {path} is damaged (not JSON: {err.msg} line {err.lineno}, column {err.colno}); {fix}"
         ) from None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("identity"), dict):
         raise RunStoreError(f"the run manifest {path} is damaged (no `identity` mapping); {fix}")

@@ -91,7 +91,9 @@ def check_out_dir(cfg: EvalConfig) -> None:
     directory without a run, or results whose manifest is gone (they could not be checked)."""
     out = Path(cfg.out)
     manifest_file = out / "manifest.json"
-    if shard()[0] > 0 or manifest_file.is_file():
+    if manifest_file.exists() and not cfg.overwrite:
+        read_manifest(manifest_file)  # a damaged one is refused here, before the task or model loads
+    if shard()[0] > 0 or manifest_file.exists():
         return
     results = sorted(p.name for p in out.glob("results*.jsonl")) if out.is_dir() else []
     if results and not cfg.overwrite:

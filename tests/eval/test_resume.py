@@ -383,3 +383,31 @@ def test_a_resume_after_a_full_disk_completes_the_run(model_dir, clean_run, tmp_
     got = load_results(out)
     assert len(results.read_text().splitlines()) == 4
     assert {(r["item_id"], r["method"]): r["prediction"] for r in got} == expected
+
+
+def test_a_run_from_before_sealed_records_resumes_keeping_its_records(tiny_eval, clean_run, tmp_path):
+    """Backward compatibility: a manifest without `record_format` and records without run_id/check (as
+    earlier versions wrote them) resume; the old records stay and count, new ones are sealed, and an old
+    record of an item outside the task is still quarantined."""
+    from eval.run_records import run_id_of
+
+    clean, expected = clean_run
+    out = _copy_run(clean, tmp_path / "run")
+    manifest = json.loads((out / "manifest.json").read_text())
+    for key in ("run_id", "record_format", "item_ids", "task_name", "graph_name"):
+        manifest.pop(key)
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    old = []
+    for line in (out / "results.jsonl").read_text().splitlines()[:2]:
+        rec = json.loads(line)
+        rec.pop("run_id"), rec.pop("check")
+        old.append(json.dumps(rec) + "\n")
+    stray = json.dumps({**json.loads(old[0]), "item_id": "arith-0-77"}) + "\n"
+    (out / "results.jsonl").write_text("".join(old) + stray)
+    evaluate(tiny_eval(out, resume=True, **ARGS))
+    lines = (out / "results.jsonl").read_text().splitlines(keepends=True)
+    assert lines[:2] == old and len(lines) == 4
+    run_id = run_id_of(json.loads((out / "manifest.json").read_text()))
+    assert all(json.loads(ln)["run_id"] == run_id for ln in lines[2:])
+    assert {(r["item_id"], r["method"]): r["prediction"] for r in load_results(out)} == expected
+    assert "arith-0-77" in (out / "results.jsonl.quarantine").read_text()

@@ -9,7 +9,8 @@ A killed run resumes with `resume=True`: every valid record is kept; a line that
 this run (a torn last write, a corrupted byte, a wrong type, a record of another run or of an item
 outside the task, a checksum mismatch: `eval.run_records`) moves to `results.jsonl.quarantine` with
 its reason, and only missing (item, method) pairs run; a resume whose model weights or dtype changed,
-or whose manifest is missing or damaged, is refused (`eval.results_store`). One process
+or whose manifest is missing or damaged, is refused (`eval.results_store`; the cases are listed
+in docs/resume-faults.md). One process
 at a time writes a results file (a lock). A directory holding another run's manifest is never
 overwritten unless `overwrite=True`; the manifest is written only after every check passed and the
 model loaded, so a failed start leaves nothing behind. Processes launched by `accelerate launch` (or `torchrun`) each take every N-th item and

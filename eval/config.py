@@ -7,6 +7,8 @@ fails before anything is written. Importing this module does not import torch.
 
 from __future__ import annotations
 
+import math
+import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -21,6 +23,38 @@ GENERATED_TASKS = ("arith", "rg:")  # tasks made by a generator: `data` has no m
 IDENTITY_FIELDS = ("model", "task", "data", "methods", "graph", "limit")
 RUN_IDENTITY_FIELDS = ("latent_steps", "max_new_tokens", "do_sample", "temperature", "top_p", "seed")
 RUN_IDENTITY_FIELDS += ("prompts", "backend", "thoughts")
+# Upper bounds no real run reaches; past them a value is a typo that would exhaust memory (a generated
+# task builds every item up front) or overflow a tensor index deep inside generation.
+MAX_LIMIT = 100_000
+MAX_NEW_TOKENS = 1_000_000
+MAX_LATENT_STEPS = 10_000
+
+
+def usable_cpus() -> int:
+    """CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def text_file_problem(path: str, what: str, flag: str) -> str | None:
+    """Why `path` (given to `flag`) cannot be read as a UTF-8 text file, or None if it can (or is absent)."""
+    p = Path(path)
+    if p.is_dir():
+        return f"{what} {path!r} is a directory; pass a file to {flag}"
+    if not p.is_file():
+        return None
+    try:
+        p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        return (
+            f"{what} {path!r} is not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start}); "
+            "save it as UTF-8"
+        )
+    except OSError as err:
+        return f"cannot read {what} {path!r} ({err.strerror}); check the file"
+    return None
 
 
 def fresh_out_dir(task: str) -> str:
@@ -70,11 +104,20 @@ class EvalConfig:
         from eval.tasks import list_tasks
 
         problems = []
+        if not isinstance(self.model, str) or not self.model.strip():
+            problems.append(
+                f"`model` must be a path, hub id or builtin:<name>, got {self.model!r}; pass --model"
+            )
         bad = [m for m in self.methods if m not in METHODS]
         if bad or not self.methods:
             problems.append(f"`methods` must be a non-empty subset of {METHODS}, got {self.methods}")
         if self.limit is not None and self.limit < 1:
             problems.append(f"`limit` must be >= 1 (empty selection), got {self.limit}")
+        elif self.limit is not None and self.limit > MAX_LIMIT:
+            problems.append(
+                f"`limit` must be <= {MAX_LIMIT:,} items, got {self.limit:,}; pass a smaller --limit"
+            )
+        problems += self._run_problems() + self._out_problems() + self._file_problems()
         if self.task not in list_tasks() and not self.task.startswith("rg:"):
             problems.append(
                 f"unknown task {self.task!r}; known tasks: {', '.join(list_tasks())} (rg:<name> takes any "
@@ -82,7 +125,7 @@ class EvalConfig:
             )
         if self.data is not None and self.task.startswith(GENERATED_TASKS):
             problems.append(f"`data` does not apply to the generated task {self.task!r}; drop --data")
-        elif self.data is not None and not Path(self.data).is_file():
+        elif self.data is not None and not Path(self.data).exists():
             problems.append(f"no data file at {self.data!r}; check the path")
         if self.dtype is not None and self.dtype not in DTYPES:
             problems.append(f"`dtype` must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
@@ -93,6 +136,56 @@ class EvalConfig:
         if self.resume and self.out is None:
             problems.append("--resume needs --out DIR: the directory of the run to continue")
         return problems
+
+    def _run_problems(self) -> list[str]:
+        """Decoding values `RunConfig` lets through that no run can use (NaN, huge counts)."""
+        run, problems = self.run, []
+        if run.max_new_tokens > MAX_NEW_TOKENS:
+            problems.append(
+                f"`max_new_tokens` must be <= {MAX_NEW_TOKENS:,}, got {run.max_new_tokens:,}; "
+                "pass a smaller --max-new-tokens"
+            )
+        if run.latent_steps > MAX_LATENT_STEPS:
+            problems.append(
+                f"`latent_steps` must be <= {MAX_LATENT_STEPS:,}, got {run.latent_steps:,}; "
+                "pass a smaller --latent-steps"
+            )
+        for name in ("temperature", "top_p"):
+            value = getattr(run, name)
+            if not math.isfinite(value):
+                problems.append(f"`{name}` must be a finite number, got {value}; pass a number such as 0.7")
+        if run.threads is not None and run.threads > usable_cpus():
+            problems.append(
+                f"`threads` must be at most the CPU cores here ({usable_cpus()}), got {run.threads:,}; "
+                "pass a smaller --threads"
+            )
+        return problems
+
+    def _out_problems(self) -> list[str]:
+        """An --out that cannot be a run directory: empty, a file, or under a file."""
+        if self.out is None:
+            return []
+        if not isinstance(self.out, str) or not self.out.strip():
+            return [f"`out` must name a directory, got {self.out!r}; pass --out DIR or leave it out"]
+        p = Path(self.out)
+        if p.exists() and not p.is_dir():
+            return [f"--out {self.out!r} is a file, not a directory; pass a directory"]
+        blocking = next((a for a in p.parents if a.exists() and not a.is_dir()), None)
+        if blocking is not None:
+            return [f"--out {self.out!r} lies under the file {str(blocking)!r}; pass a directory"]
+        return []
+
+    def _file_problems(self) -> list[str]:
+        """Graph, prompt-set and data files that are directories or not UTF-8 text."""
+        checks = []
+        if self.graph not in ("sequential", "hierarchical"):
+            checks.append((self.graph, "graph file", "--graph"))
+        if Path(self.run.prompts).is_file():  # a shipped set's name is not a path
+            checks.append((self.run.prompts, "prompt set", "--prompts"))
+        if self.data is not None and not self.data.lower().endswith(".parquet"):
+            checks.append((self.data, "data file", "--data"))
+        found = (text_file_problem(path, what, flag) for path, what, flag in checks if isinstance(path, str))
+        return [why for why in found if why]
 
     def _check_graph_and_prompts(self) -> None:
         """The graph parses, and the prompt set has a system prompt for every agent's role."""

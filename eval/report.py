@@ -11,36 +11,58 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
+def _manifest(out: Path) -> dict | None:
+    """The run's manifest, None when the directory has none; a damaged one is an error naming it."""
+    from eval.results_store import read_manifest
+
+    return read_manifest(out / "manifest.json") if (out / "manifest.json").exists() else None
+
+
 def load_results(out: str | Path, problems: dict | None = None) -> list[dict]:
     """Every record of every results*.jsonl in `out` (shards merged), last write of a pair wins.
 
-    Lines that are not records are skipped. If `problems` is a dict, it receives `duplicates`
-    ((item, method) pairs written more than once: two writers, or a resume that ran twice) and
-    `unreadable` (how many lines were skipped).
+    Only records of this run count: each line is checked like on resume (`eval.run_records`: schema,
+    run id, item set, methods, checksum) against the directory's manifest. If `problems` is a dict, it
+    receives `duplicates` ((item, method) pairs written more than once: two writers, or a resume that
+    ran twice), `unreadable` (how many lines were skipped) and `reasons` (why, with counts). A
+    directory without one valid record is an error naming its files.
     """
+    from eval.run_records import RunExpectation, record_problem
+
     out = Path(out)
     files = sorted(out.glob("results*.jsonl"))
     if not files:
         raise ValueError(f"no results*.jsonl in {out}. Pass the output directory of a `latentworks eval` run")
+    manifest = _manifest(out)
+    expect = RunExpectation.from_manifest(manifest) if manifest is not None else RunExpectation()
     recs: dict[tuple[str, str], dict] = {}
     duplicates: dict[tuple[str, str], int] = {}
-    unreadable = 0
+    reasons: dict[str, int] = {}
     for f in files:
         for line in f.read_text(errors="replace").splitlines():
             try:
                 r = json.loads(line)
             except json.JSONDecodeError:
-                unreadable += 1
-                continue
-            if not isinstance(r, dict) or not isinstance(r.get("item_id"), str) or "method" not in r:
-                unreadable += 1
+                r, why = None, "not JSON"
+            else:
+                why = record_problem(r, expect)
+            if why is not None:
+                reasons[why] = reasons.get(why, 0) + 1
                 continue
             key = (r["item_id"], r["method"])
             if key in recs:
                 duplicates[key] = duplicates.get(key, 1) + 1
             recs[key] = r
+    unreadable = sum(reasons.values())
     if problems is not None:
-        problems.update(duplicates=duplicates, unreadable=unreadable)
+        problems.update(duplicates=duplicates, unreadable=unreadable, reasons=reasons)
+    if not recs:
+        names = ", ".join(str(f) for f in files)
+        why = "; ".join(f"{n}x {r}" for r, n in list(reasons.items())[:3]) or "the files are empty"
+        raise ValueError(
+            f"no valid records in {names} ({unreadable} line(s) skipped: {why}). Pass the output directory "
+            "of a `latentworks eval` run, or rerun it with --resume"
+        )
     return list(recs.values())
 
 
@@ -57,7 +79,12 @@ def problem_warnings(problems: dict) -> list[str]:
             "to this directory."
         )
     if problems.get("unreadable"):
-        lines.append(f"warning: {problems['unreadable']} line(s) that are not records were skipped.")
+        why = "; ".join(f"{n}x {r}" for r, n in list((problems.get("reasons") or {}).items())[:3])
+        lines.append(
+            f"warning: {problems['unreadable']} line(s) that are not records of this run were skipped"
+            + (f" ({why})" if why else "")
+            + "; `latentworks eval ... --resume` quarantines and recomputes them."
+        )
     return lines
 
 
@@ -71,7 +98,11 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     den = 1 + z * z / n
     mid = (p + z * z / (2 * n)) / den
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return (max(0.0, mid - half), min(1.0, mid + half))
+    # Rounding can put an end a hair inside the estimate (ci_high 0.9999999999999999 at 6/6), which
+    # would give a negative error bar: the interval always holds p, and 0 and 1 exactly at the ends.
+    lo = 0.0 if k == 0 else min(p, max(0.0, mid - half))
+    hi = 1.0 if k == n else max(p, min(1.0, mid + half))
+    return (lo, hi)
 
 
 def summarize(records: list[dict]) -> list[dict]:
@@ -167,7 +198,7 @@ def plot(rows: list[dict], path: Path) -> None:
         (axes[1], "seconds_per_item", "seconds / item"),
     ):
         for r in rows:
-            err = [[r["accuracy"] - r["ci_low"]], [r["ci_high"] - r["accuracy"]]]
+            err = [[max(0.0, r["accuracy"] - r["ci_low"])], [max(0.0, r["ci_high"] - r["accuracy"])]]
             ax.errorbar(r[key], r["accuracy"], yerr=err, fmt="o", capsize=3, label=r["method"])
             ax.annotate(
                 r["method"], (r[key], r["accuracy"]), textcoords="offset points", xytext=(5, 5), fontsize=8
@@ -188,8 +219,15 @@ def write_summary(out: str | Path, problems: dict | None = None) -> list[dict]:
     records = load_results(out, problems)
     rows = summarize(records)
     payload = {"methods": rows, "time_ratio_text_over_latent": time_ratio_spread(records)}
-    (out / "summary.json").write_text(json.dumps(payload, indent=2))
+    _write(out / "summary.json", json.dumps(payload, indent=2))
     return rows
+
+
+def _write(path: Path, text: str) -> None:
+    from eval.results_store import writing
+
+    with writing(path):
+        path.write_text(text)
 
 
 def print_report(out: str | Path) -> str:
@@ -199,9 +237,12 @@ def print_report(out: str | Path) -> str:
     records = load_results(out, problems)
     rows = write_summary(out)
     warnings = problem_warnings(problems)
+    manifest = _manifest(out)
+    if manifest is None:
+        warnings.append(f"warning: no manifest.json in {out}: the run's settings are unknown.")
+        manifest = {}
     for w in warnings:
         print(w, file=sys.stderr)
-    manifest = json.loads((out / "manifest.json").read_text()) if (out / "manifest.json").is_file() else {}
     ident = manifest.get("identity", {})
     head = (
         f"model {ident.get('model')} | task {ident.get('task')} | graph {ident.get('graph')} | "
@@ -212,14 +253,20 @@ def print_report(out: str | Path) -> str:
     table = format_table(rows, time_ratio_spread(records))
     print(head)
     print(table)
-    image = ""
-    if importlib.util.find_spec("matplotlib") is not None:
-        plot(rows, out / "report.png")
-        image = "![accuracy vs cost](report.png)\n"
-    else:
-        print('(no report.png: plots need matplotlib, pip install "latentworks[eval]")')
     notes = "".join(f"\n> {w}\n" for w in warnings)
-    (out / "report.md").write_text(f"# Evaluation report\n\n{head}\n{notes}\n{table}\n\n{image}")
+    body = f"# Evaluation report\n\n{head}\n{notes}\n{table}\n\n"
+    _write(out / "report.md", body)  # before the plot: a plot error never costs the report
+    if importlib.util.find_spec("matplotlib") is None:
+        print('(no report.png: plots need matplotlib, pip install "latentworks[eval]")')
+        return table
+    try:
+        plot(rows, out / "report.png")
+    except Exception as err:  # noqa: BLE001 - any plotting failure leaves the table and report.md
+        line = f"(no report.png: the plot failed: {str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__})"
+        print(line, file=sys.stderr)
+        _write(out / "report.md", body + line + "\n")
+    else:
+        _write(out / "report.md", body + "![accuracy vs cost](report.png)\n")
     return table
 
 

@@ -1,9 +1,11 @@
 """Results files that never lose a valid record, one writer at a time, resumed only into the same run.
 
-- `read_done` reads a results file for resume. A line that is not a complete JSON object with a
-  string `item_id` and `method` (a torn last write, a corrupted byte, a stray `[1, 2]`) is moved,
-  verbatim, to `<file>.quarantine`; every valid record stays, and only the quarantined items run
-  again.
+- `read_done` reads a results file for resume. A line that is not a record of this run (a torn last
+  write, a corrupted byte, a stray `[1, 2]`, a record of another run, an item outside the task, a
+  wrong type, a checksum that does not match: `eval.run_records`) is moved, verbatim and with its
+  reason, to `<file>.quarantine`; every valid record stays, and only the quarantined items run again.
+- `read_manifest` refuses a missing or damaged manifest with one line naming the file and the fix.
+- A write that fails (disk full, read-only directory) is a `RunStoreError` naming the file.
 - `RunLock` is an exclusive lock (`flock`) on `<file>.lock`, held from the moment a process reads
   the file for resume until it has appended its last record: a second writer on the same `--out` gets a clear error instead of
   duplicating records. The lock dies with its process, so a killed run never leaves it stale.
@@ -14,6 +16,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import logging
@@ -22,6 +25,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
+
+from eval.run_records import RunExpectation, record_problem, run_id_of
 
 logger = logging.getLogger(__name__)
 
@@ -35,13 +40,78 @@ class RunDirectoryBusy(ValueError):
     """Another process holds the results file's lock."""
 
 
+class RunStoreError(ValueError):
+    """A results directory that cannot be read or written: the message names the file and the fix."""
+
+
+_WRITE_FIXES = {
+    errno.ENOSPC: "free disk space (or choose another --out), then continue with --resume; "
+    "the records written so far are kept",
+    errno.EDQUOT: "free space in your quota (or choose another --out), then continue with --resume",
+    errno.EROFS: "the file system is read-only: choose another --out directory",
+    errno.EACCES: "the directory is not writable: fix its permissions or choose another --out directory",
+    errno.EPERM: "the directory is not writable: fix its permissions or choose another --out directory",
+}
+
+
+def write_error(err: OSError, path: Path, doing: str = "write") -> RunStoreError:
+    """An `OSError` of a write as one line naming the file and what to do."""
+    reason = err.strerror or str(err) or type(err).__name__
+    fix = _WRITE_FIXES.get(err.errno, "check the path and the disk, or choose another --out directory")
+    return RunStoreError(f"cannot {doing} {path} ({reason}); {fix}")
+
+
+@contextlib.contextmanager
+def writing(path: Path, doing: str = "write") -> Iterator[None]:
+    """Turn an `OSError` raised inside the block into a `RunStoreError` naming `path`."""
+    try:
+        yield
+    except OSError as err:
+        raise write_error(err, path, doing) from None
+
+
+def read_manifest(path: Path) -> dict:
+    """The run's manifest; a missing, unreadable or damaged one is one `RunStoreError` with the fix."""
+    path = Path(path)
+    fix = (
+        "restore it from a backup, or start over with --overwrite (its results are replaced), "
+        "or choose a new --out directory"
+    )
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RunStoreError(f"no manifest at {path}; {fix}") from None
+    except (OSError, UnicodeDecodeError) as err:
+        why = getattr(err, "strerror", None) or str(err)
+        raise RunStoreError(f"cannot read the run manifest {path} ({why}); {fix}") from None
+    try:
+        manifest = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise RunStoreError(
+            f"the run manifest {path} is damaged (not JSON: {err.msg} line {err.lineno}, column {err.colno}); {fix}"
+        ) from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("identity"), dict):
+        raise RunStoreError(f"the run manifest {path} is damaged (no `identity` mapping); {fix}")
+    return manifest
+
+
+def write_manifest(path: Path, manifest: dict) -> None:
+    """Write the manifest atomically (a crash never leaves half of one)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    with writing(path, "write the run manifest"):
+        tmp.write_text(json.dumps(manifest, indent=2))
+        os.replace(tmp, path)
+
+
 class RunLock:
     """Exclusive, non-blocking lock on `<results file>.lock`; raises `RunDirectoryBusy` when taken."""
 
     def __init__(self, results_file: Path):
         self.path = Path(str(results_file) + ".lock")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        with writing(self.path, "create the lock file"):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -67,14 +137,17 @@ class RunLock:
         self.release()
 
 
-def _problem(raw: bytes) -> str | None:
-    """Why a results line is not a usable record, or None if it is one."""
+def _problem(raw: bytes, expect: RunExpectation | None) -> str | None:
+    """Why a results line is not a usable record, or None if it is one. Without `expect`, only the
+    structure is checked (a JSON object with a string `item_id` and `method`)."""
     if not raw.endswith(b"\n"):
         return "torn line (no newline)"
     try:
         rec = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         return f"not JSON ({e.msg if hasattr(e, 'msg') else e})"
+    if expect is not None:
+        return record_problem(rec, expect)
     if not isinstance(rec, dict):
         return f"not a JSON object but {type(rec).__name__}"
     if not isinstance(rec.get("item_id"), str) or not isinstance(rec.get("method"), str):
@@ -82,8 +155,9 @@ def _problem(raw: bytes) -> str | None:
     return None
 
 
-def recover(path: Path) -> set[tuple[str, str]]:
-    """(item id, method) pairs of the valid records in `path`; bad lines go to `<path>.quarantine`."""
+def recover(path: Path, expect: RunExpectation | None = None) -> set[tuple[str, str]]:
+    """(item id, method) pairs of the valid records in `path` (checked against `expect` when given);
+    every other line goes, verbatim and with its reason, to `<path>.quarantine`."""
     path = Path(path)
     done: set[tuple[str, str]] = set()
     if not path.is_file():
@@ -93,7 +167,7 @@ def recover(path: Path) -> set[tuple[str, str]]:
     duplicates = 0
     with open(path, "rb") as fh:
         for n, raw in enumerate(fh, 1):
-            why = _problem(raw)
+            why = _problem(raw, expect)
             if why is not None:
                 bad.append({"line": n, "reason": why, "raw": raw.decode("utf-8", "replace")})
                 continue
@@ -107,22 +181,28 @@ def recover(path: Path) -> set[tuple[str, str]]:
     if bad:
         quarantine = Path(str(path) + ".quarantine")
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
-        with open(quarantine, "a") as q:
+        with writing(quarantine, "quarantine bad lines into"), open(quarantine, "a") as q:
             for b in bad:
                 q.write(json.dumps({**b, "file": path.name, "quarantined": stamp}) + "\n")
             q.flush()
             os.fsync(q.fileno())
         tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-        with open(tmp, "wb") as out:
-            out.writelines(good)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)  # atomic: a crash here leaves either the old or the cleaned file
+        with writing(path, "rewrite"):
+            with open(tmp, "wb") as out:
+                out.writelines(good)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, path)  # atomic: a crash here leaves either the old or the cleaned file
+        reasons: dict[str, int] = {}
+        for b in bad:
+            reasons[b["reason"]] = reasons.get(b["reason"], 0) + 1
         logger.warning(
-            "moved %d unreadable line(s) of %s (lines %s) to %s; only their items run again",
+            "moved %d line(s) of %s that are not records of this run (lines %s: %s) to %s; "
+            "they are not counted, and only their items run again",
             len(bad),
             path,
             ", ".join(str(b["line"]) for b in bad[:10]),
+            "; ".join(f"{n}x {r}" for r, n in list(reasons.items())[:5]),
             quarantine,
         )
     return done
@@ -133,7 +213,7 @@ def recover(path: Path) -> set[tuple[str, str]]:
 _HELD: dict[str, RunLock] = {}
 
 
-def read_done(path: Path) -> set[tuple[str, str]]:
+def read_done(path: Path, expect: RunExpectation | None = None) -> set[tuple[str, str]]:
     """`recover` under the run lock, which stays held for the `open_for_append` that follows.
 
     Raises `RunDirectoryBusy` while another process writes the same file.
@@ -141,7 +221,11 @@ def read_done(path: Path) -> set[tuple[str, str]]:
     key = os.path.realpath(path)
     if key not in _HELD:
         _HELD[key] = RunLock(Path(path))
-    return recover(Path(path))
+    try:
+        return recover(Path(path), expect)
+    except BaseException:
+        release(path)
+        raise
 
 
 def release(path: Path) -> None:
@@ -156,7 +240,9 @@ def open_for_append(path: Path) -> Iterator[IO[str]]:
     """The results file opened for appending, under the run lock for as long as it is open."""
     lock = _HELD.pop(os.path.realpath(path), None) or RunLock(Path(path))
     try:
-        with open(path, "a") as fh:
+        with writing(path, "open for appending"):
+            fh = open(path, "a")
+        with fh:
             yield fh
     finally:
         lock.release()
@@ -172,7 +258,7 @@ def check_resume(manifest_file: Path, config: dict, fingerprint: str, record: bo
 
     `config` is the resuming run's full config (as in the manifest), `fingerprint` its model's.
     """
-    manifest = json.loads(Path(manifest_file).read_text())
+    manifest = read_manifest(Path(manifest_file))
     old_fp = manifest.get("model_fingerprint")
     if old_fp is not None and old_fp != fingerprint:
         raise ValueError(
@@ -198,6 +284,5 @@ def check_resume(manifest_file: Path, config: dict, fingerprint: str, record: bo
         return
     entry = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "pid": os.getpid(), "changed": changed}
     manifest.setdefault("resumes", []).append(entry)
-    tmp = Path(manifest_file).with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(manifest, indent=2))
-    os.replace(tmp, manifest_file)
+    manifest.setdefault("run_id", run_id_of(manifest))  # a run from before records were sealed
+    write_manifest(Path(manifest_file), manifest)

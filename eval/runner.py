@@ -5,9 +5,12 @@ Layout of an output directory:
     results.jsonl          (or results.rank<R>.jsonl per process) appended and flushed after every batch
     summary.json           per-method accuracy (Wilson 95% CI), tokens, seconds, time-ratio spread
 
-A killed run resumes with `resume=True`: every valid line is kept, unreadable lines (a torn last
-write, a corrupted byte) move to `results.jsonl.quarantine`, and only missing (item, method) pairs
-run; a resume whose model weights or dtype changed is refused (`eval.results_store`). One process
+A killed run resumes with `resume=True`: every valid record is kept; a line that is not a record of
+this run (a torn last write, a corrupted byte, a wrong type, a record of another run or of an item
+outside the task, a checksum mismatch: `eval.run_records`) moves to `results.jsonl.quarantine` with
+its reason, and only missing (item, method) pairs run; a resume whose model weights or dtype changed,
+or whose manifest is missing or damaged, is refused (`eval.results_store`; the cases are listed
+in docs/resume-faults.md). One process
 at a time writes a results file (a lock). A directory holding another run's manifest is never
 overwritten unless `overwrite=True`; the manifest is written only after every check passed and the
 model loaded, so a failed start leaves nothing behind. Processes launched by `accelerate launch` (or `torchrun`) each take every N-th item and
@@ -26,7 +29,17 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from eval.config import EvalConfig
-from eval.results_store import check_resume, open_for_append, read_done, release
+from eval.results_store import (
+    RunStoreError,
+    check_resume,
+    open_for_append,
+    read_done,
+    read_manifest,
+    release,
+    write_manifest,
+    writing,
+)
+from eval.run_records import RECORD_FORMAT, RunExpectation, new_run_id, run_id_of, seal
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +87,30 @@ def _versions() -> dict:
     }
 
 
-def prepare_out_dir(cfg: EvalConfig, task_source: str, model_path: str) -> Path:
+def check_out_dir(cfg: EvalConfig) -> None:
+    """Refuse, before anything loads, an --out that cannot be resumed or started into: --resume on a
+    directory without a run, or results whose manifest is gone (they could not be checked)."""
+    out = Path(cfg.out)
+    manifest_file = out / "manifest.json"
+    if manifest_file.exists() and not cfg.overwrite:
+        read_manifest(manifest_file)  # a damaged one is refused here, before the task or model loads
+    if shard()[0] > 0 or manifest_file.exists():
+        return
+    results = sorted(p.name for p in out.glob("results*.jsonl")) if out.is_dir() else []
+    if results and not cfg.overwrite:
+        raise RunStoreError(
+            f"{out} holds {', '.join(results)} but no manifest.json, so its records cannot be checked "
+            f"against this run; restore {manifest_file}, or pass --overwrite to replace those results, "
+            "or choose a new --out directory"
+        )
+    if cfg.resume:
+        where = "does not exist" if not out.exists() else "holds no run (no manifest.json)"
+        raise RunStoreError(
+            f"--resume: {out} {where}; check the --out path, or drop --resume to start a new run there"
+        )
+
+
+def prepare_out_dir(cfg: EvalConfig, task, graph_name: str, model_path: str) -> Path:
     """Create or validate the output directory; returns it. Never overwrites another run."""
     out = Path(cfg.out)
     manifest_file = out / "manifest.json"
@@ -84,7 +120,7 @@ def prepare_out_dir(cfg: EvalConfig, task_source: str, model_path: str) -> Path:
         while not manifest_file.is_file() and time.time() < deadline:
             time.sleep(0.2)
     if manifest_file.is_file():
-        old = json.loads(manifest_file.read_text())
+        old = read_manifest(manifest_file)
         if old.get("identity") != cfg.identity():
             diff = sorted(k for k in cfg.identity() if old.get("identity", {}).get(k) != cfg.identity()[k])
             raise ValueError(
@@ -98,20 +134,32 @@ def prepare_out_dir(cfg: EvalConfig, task_source: str, model_path: str) -> Path:
             )
         check_resume(manifest_file, asdict(cfg), model_fingerprint(model_path), record=rank == 0)
         return out
-    out.mkdir(parents=True, exist_ok=True)
+    with writing(out, "create the output directory"):
+        out.mkdir(parents=True, exist_ok=True)
     manifest = {
         "identity": cfg.identity(),
+        "run_id": new_run_id(),
+        "record_format": RECORD_FORMAT,
         "config": asdict(cfg),
-        "task_source": task_source,
+        "task_source": task.source,
+        "task_name": task.name,
+        "graph_name": graph_name,
+        "item_ids": [it.id for it in task.items],
         "model_fingerprint": model_fingerprint(model_path),
         "versions": _versions(),
         "world_size": world,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
-    tmp = manifest_file.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(manifest, indent=2))
-    os.replace(tmp, manifest_file)  # atomic: a crash never leaves half a manifest
+    write_manifest(manifest_file, manifest)
     return out
+
+
+def run_expectation(out: Path, task, graph_name: str) -> RunExpectation:
+    """What every record in `out` must agree with: the manifest's run id, this task's items, the run's
+    methods, task and graph."""
+    manifest = read_manifest(Path(out) / "manifest.json")
+    base = RunExpectation.from_manifest(manifest, item_ids=[it.id for it in task.items])
+    return replace(base, task=task.name, graph=graph_name)
 
 
 def check_model(cfg: EvalConfig) -> str:
@@ -153,7 +201,8 @@ def check_model(cfg: EvalConfig) -> str:
 def _clear_run(out: Path) -> None:
     """--overwrite: remove the previous run's manifest and results (nothing else in the directory)."""
     for f in [out / "manifest.json", out / "summary.json", *out.glob("results*.jsonl")]:
-        f.unlink(missing_ok=True)
+        with writing(f, "remove"):
+            f.unlink(missing_ok=True)
 
 
 def _record(item, result, graph: str, task: str, keep_latents: bool) -> dict:
@@ -190,14 +239,15 @@ def evaluate(cfg: EvalConfig) -> Path:
     from eval.tasks import load_task
     from latent import load_model
 
+    check_out_dir(cfg)
     task = load_task(cfg.task, data=cfg.data, limit=cfg.limit, seed=cfg.run.seed)
     graph = agents.Graph.resolve(cfg.graph)
     model_path = check_model(cfg)
     rank, world = shard()
     existing = (Path(cfg.out) / "manifest.json").is_file() and not (cfg.overwrite and rank == 0)
-    out = prepare_out_dir(cfg, task.source, model_path) if existing or rank > 0 else Path(cfg.out)
+    out = prepare_out_dir(cfg, task, graph.name, model_path) if existing or rank > 0 else Path(cfg.out)
     results_file = out / ("results.jsonl" if world == 1 else f"results.rank{rank}.jsonl")
-    done = read_done(results_file) if existing or rank > 0 else set()
+    done = read_done(results_file, run_expectation(out, task, graph.name)) if existing or rank > 0 else set()
     # Batches of similar question length: left padding costs every method prefill compute; the answers do
     # not depend on the batch a question sits in (tested in tests/agents/test_latentmas.py).
     mine = sorted(task.items[rank::world], key=lambda it: len(it.question))
@@ -214,7 +264,8 @@ def evaluate(cfg: EvalConfig) -> Path:
     if not existing and rank == 0:
         if cfg.overwrite and out.is_dir():
             _clear_run(out)
-        out = prepare_out_dir(cfg, task.source, model_path)
+        out = prepare_out_dir(cfg, task, graph.name, model_path)
+    run_id = run_id_of(read_manifest(out / "manifest.json"))
     bar = None
     if cfg.progress:
         from tqdm.auto import tqdm
@@ -233,11 +284,16 @@ def evaluate(cfg: EvalConfig) -> Path:
                 questions = [it.question + KIND_INSTRUCTIONS.get(it.kind, "") for it in batch]
                 run = replace(cfg.run, method=method, seed=cfg.run.seed + start, progress=False)
                 res = agents.run(graph, model, questions, config=run)
-                for it, r in zip(batch, res):
-                    rec = _record(it, r, graph.name, task.name, keep_latents=cfg.run.inspect_latents > 0)
-                    fh.write(json.dumps(rec) + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())  # a crash after this point loses nothing of this batch
+                lines = [
+                    json.dumps(
+                        seal(_record(it, r, graph.name, task.name, cfg.run.inspect_latents > 0), run_id)
+                    )
+                    for it, r in zip(batch, res)
+                ]
+                with writing(results_file, "append to"):
+                    fh.write("".join(line + "\n" for line in lines))
+                    fh.flush()
+                    os.fsync(fh.fileno())  # a crash after this point loses nothing of this batch
                 if bar is not None:
                     bar.update(len(batch))
     if bar is not None:

@@ -237,10 +237,19 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     import yaml
 
     p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"config {str(p)!r} is a directory, not a YAML file. Pass the file")
     if not p.is_file():
         raise UsageError(f"no config file at {str(p)!r}. Check the path")
     try:
-        data = yaml.safe_load(p.read_text())
+        text = p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise UsageError(
+            f"config file {p} is not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start}). "
+            "Save it as UTF-8"
+        ) from None
+    try:
+        data = yaml.safe_load(text)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

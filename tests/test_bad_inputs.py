@@ -6,6 +6,7 @@ python -m pytest tests/test_bad_inputs.py); the test fails when the table and th
 
 import importlib.util
 import os
+import shlex
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,16 @@ FILES = {
     "prompts-list.yaml": "- just a list\n",
     "items.jsonl": '{"question": "1+1", "answer": "2"}\n',
     "empty/.keep": "",
+    "afile.txt": "not a directory\n",
+    "garbage-run/results.jsonl": "garbage\n[1, 2]\n",
+    "orphan-run/results.jsonl": '{"item_id": "arith-0-0", "method": "single"}\n',
+    "cut-run/manifest.json": '{\n  "identity": {\n    "model": "builtin:ari',
+    "cut-run/results.jsonl": "",
+}
+# Files that are not UTF-8 (Latin-1 bytes where a name should be).
+BINARY_FILES = {
+    "latin1.yaml": b"agents:\n  - {name: caf\xe9, role: planner}\n",
+    "latin1.jsonl": b'{"question": "caf\xe9", "answer": "2"}\n',
 }
 
 # (argv, volatile): a volatile message depends on the machine (GPUs, extras) and is compared up to "("
@@ -69,10 +80,47 @@ CASES = [
     (["eval", "--config", "missing.yaml"], False),
     (["eval", "--config", "broken.yaml"], False),
     (["eval", "--config", "list.yaml"], False),
+    (["eval", "--limit", "1000000000000"], False),
+    (["eval", "--limit", "-5"], False),
+    (["eval", "--limit", "1e3"], False),
+    (["eval", "--do-sample", "--temperature", "nan"], False),
+    (["eval", "--do-sample", "--temperature", "inf"], False),
+    (["eval", "--do-sample", "--temperature", "-1"], False),
+    (["eval", "--temperature", "nan"], False),
+    (["eval", "--top-p", "nan"], False),
+    (["eval", "--top-p", "0"], False),
+    (["eval", "--max-new-tokens", str(10**30)], False),
+    (["eval", "--max-new-tokens", "-5"], False),
+    (["eval", "--latent-steps", "1000000000"], False),
+    (["eval", "--batch-size", "-3"], False),
+    (["eval", "--threads", "1000000000"], True),
+    (["eval", "--threads", "-1"], False),
+    (["eval", "--seed", "abc"], False),
+    (["eval", "--model", ""], False),
+    (["eval", "--out", ""], False),
+    (["eval", "--out", " "], False),
+    (["eval", "--out", "afile.txt"], False),
+    (["eval", "--out", "afile.txt/sub"], False),
+    (["eval", "--resume", "--out", "missing-run"], False),
+    (["eval", "--resume", "--out", "empty"], False),
+    (["eval", "--resume", "--out", "cut-run"], False),
+    (["eval", "--resume", "--out", "orphan-run"], False),
+    (["eval", "--out", "orphan-run"], False),
+    (["eval", "--graph", "latin1.yaml"], False),
+    (["eval", "--graph", "empty"], False),
+    (["eval", "--prompts", "latin1.yaml"], False),
+    (["eval", "--config", "latin1.yaml"], False),
+    (["eval", "--config", "empty"], False),
+    (["eval", "--task", "gsm8k", "--data", "latin1.jsonl"], False),
+    (["eval", "--task", "gsm8k", "--data", "empty"], False),
+    (["eval", "--set", "run.temperature=nan", "--do-sample"], False),
+    (["eval", "--set", "run.threads=-2"], False),
+    (["eval", "--set", "run.nosuch=1"], False),
     *([(["eval", "--backend", "vllm", "--limit", "1"], False)] if NO_VLLM else []),
     (["demo", "--limit", "0"], False),
     (["demo", "--max-new-tokens", "0"], False),
     (["demo", "--model", "./no/such"], False),
+    (["demo", "--threads", "1000000000"], True),
     (["dlm", "nosuch"], False),
     (["dlm", "all", "--config", "nosuch"], False),
     (["dlm", "sft", "--set", "sft.epochs=abc"], False),
@@ -91,6 +139,9 @@ CASES = [
     (["smoke", "--model", "./no/such"], False),
     (["report", "empty"], False),
     (["report", "no-such-dir"], False),
+    (["report", "garbage-run"], False),
+    (["report", "cut-run"], False),
+    (["report", "afile.txt"], False),
     (["family", "nosuch"], False),
     (["models", "--nosuch"], False),
     (["models", "pull"], False),
@@ -106,7 +157,7 @@ CASES = [
 
 
 def _label(argv: list[str]) -> str:
-    return "latentworks " + " ".join(argv)
+    return shlex.join(["latentworks", *argv])  # an empty argument shows as ''
 
 
 @pytest.fixture(scope="module")
@@ -115,6 +166,8 @@ def workdir(tmp_path_factory):
     for name, text in FILES.items():
         (d / name).parent.mkdir(parents=True, exist_ok=True)
         (d / name).write_text(text)
+    for name, data in BINARY_FILES.items():
+        (d / name).write_bytes(data)
     return d
 
 
@@ -146,7 +199,7 @@ def test_bad_input_is_a_clean_error(argv, volatile, workdir, outcomes, monkeypat
 
 
 def test_error_table_matches_the_messages(outcomes):
-    """docs/cli-errors.md lists every case with the message it gives (at least 40 of them)."""
+    """docs/cli-errors.md lists every case with the message it gives (at least 110 of them)."""
     if len(outcomes) != len(CASES):
         pytest.skip("needs every case above in the same session (run the whole file)")
     rows = ["| command | message |", "|---|---|"]
@@ -158,7 +211,7 @@ def test_error_table_matches_the_messages(outcomes):
     if os.environ.get("LATENTWORKS_WRITE_ERROR_TABLE"):
         TABLE.parent.mkdir(exist_ok=True)
         TABLE.write_text(head + table)
-    assert len(outcomes) >= 40
+    assert len(outcomes) >= 110
     written = TABLE.read_text()
     for label, (_, message, volatile) in outcomes.items():
         line = next((ln for ln in written.splitlines() if ln.startswith(f"| `{label}` |")), None)

@@ -21,3 +21,70 @@ def test_time_ratio_spread_pairs_items_of_the_same_batch():
     ]
     assert time_ratio_spread(recs) == {"median": 2.5, "min": 2.0, "max": 3.0, "batches": 2}
     assert time_ratio_spread([r for r in recs if r["method"] == "text_mas"]) is None
+
+
+@pytest.mark.parametrize("n", [6, 21, 31, 38])
+def test_wilson_at_100_percent_ends_at_exactly_one(n):
+    """At k = n rounding gave ci_high 0.9999999999999999 < 1.0 = accuracy: a negative error bar."""
+    lo, hi = wilson(n, n)
+    assert hi == 1.0 and lo <= 1.0
+
+
+@pytest.mark.parametrize("n", [11, 22, 27])
+def test_wilson_at_0_percent_starts_at_exactly_zero(n):
+    lo, hi = wilson(0, n)
+    assert lo == 0.0 and hi >= 0.0
+
+
+def test_wilson_interval_always_holds_the_estimate():
+    """Every k of every n up to 300: ci_low <= k/n <= ci_high, inside [0, 1]."""
+    for n in range(1, 301):
+        for k in range(n + 1):
+            lo, hi = wilson(k, n)
+            assert 0.0 <= lo <= k / n <= hi <= 1.0, (k, n, lo, hi)
+
+
+def _run_dir(tmp_path):
+    """A small finished run of the built-in model (6 arith items, one method)."""
+    from latentworks.cli import main
+
+    out = tmp_path / "run"
+    argv = ["eval", "--limit", "6", "--methods", "single", "--max-new-tokens", "64", "--threads", "1"]
+    rc = main([*argv, "--no-progress", "--out", str(out)])
+    return rc, out
+
+
+def test_eval_where_a_method_scores_100_percent_of_6_exits_0_and_writes_the_report(tmp_path, capsys):
+    """The built-in model answers all 6 first arith items: the run used to end in exit 2 and no report.md
+    ('yerr' must not contain negative values)."""
+    import json
+
+    rc, out = _run_dir(tmp_path)
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    row = json.loads((out / "summary.json").read_text())["methods"][0]
+    assert (row["n"], row["accuracy"], row["ci_high"]) == (6, 1.0, 1.0)  # the case that failed
+    assert "100.0%" in (out / "report.md").read_text()
+    assert (out / "report.png").is_file()
+
+
+def test_a_plot_error_never_loses_report_md(tmp_path, capsys, monkeypatch):
+    """Whatever the plot raises, `latentworks report` exits 0 with the table in report.md and says why
+    there is no report.png."""
+    import eval.report as report
+    from latentworks.cli import main
+
+    rc, out = _run_dir(tmp_path)
+    assert rc == 0
+    (out / "report.md").unlink()
+    (out / "report.png").unlink()
+
+    def broken_plot(rows, path):
+        raise ValueError("'yerr' must not contain negative values")
+
+    monkeypatch.setattr(report, "plot", broken_plot)
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 0
+    text = (out / "report.md").read_text()
+    assert "| single" in text and "the plot failed" in text and not (out / "report.png").exists()
+    assert "the plot failed" in capsys.readouterr().err

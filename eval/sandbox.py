@@ -169,16 +169,22 @@ def run_python(
 
     `memory_mb` and `max_procs` hold for the whole process tree where cgroups are available (else
     per process, with the tree's memory measured and the tree killed past the limit). Returns a
-    `SandboxResult`; never raises for anything the code does. Raises `ValueError` for non-positive
-    limits or non-str code.
+    `SandboxResult`; never raises for anything the code does. Raises `ValueError` for non-positive,
+    infinite or absurdly large limits (a day, 4 TiB, 32768 processes, 1 TiB files) or non-str code.
     """
     return _run(code, timeout, memory_mb, max_procs, max_file_mb, network)[0]
+
+
+_LIMIT_MAX = {"timeout": 86_400, "memory_mb": 1 << 22, "max_procs": 1 << 15, "max_file_mb": 1 << 20}
 
 
 def _check_limits(code: object, **limits: object) -> None:
     for name, value in limits.items():
         if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
             raise ValueError(f"`{name}` must be a positive number, got {value!r}.")
+        top = _LIMIT_MAX[name]
+        if not math.isfinite(value) or value > top:
+            raise ValueError(f"`{name}` must be a finite number of at most {top}, got {value!r}.")
     if not isinstance(code, str):
         raise ValueError(f"`code` must be a str, got {type(code).__name__}.")
 

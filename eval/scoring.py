@@ -180,6 +180,20 @@ def _phrase_answer(rest: str) -> tuple[str | None, str]:
     return (ans, "phrase") if _numeric(ans) else (None, "no number")
 
 
+def _last_number(text: str) -> re.Match | None:
+    """The last number of `text`, read from a window at its end (widened when the number may go on)."""
+    for width in (4_000, len(text)):
+        start = max(0, len(text) - width)
+        last = None
+        for last in _NUM_RE.finditer(text, start):  # noqa: B007 - keeps the last match
+            pass
+        if last is not None and (last.start() > start or start == 0):
+            return last
+        if last is None and start == 0:
+            return None
+    return None
+
+
 def extract_math_answer(text: str, last_number_when_cut_off: bool = False) -> tuple[str | None, str]:
     """The answer string of a math response and how it was found ("boxed", "####", "phrase", "last number").
 
@@ -201,11 +215,10 @@ def extract_math_answer(text: str, last_number_when_cut_off: bool = False) -> tu
             return None, "hedged between two answers"
         if ans is not None:
             return ans, how
-    numbers = list(_NUM_RE.finditer(text))
-    if numbers and last_number_when_cut_off is False and _CUT_OFF_RE.search(text[-200:]):
+    last = _last_number(text)
+    if last and last_number_when_cut_off is False and _CUT_OFF_RE.search(text[-200:]):
         return None, "cut off mid-sentence"
-    if numbers:
-        last = numbers[-1]
+    if last:
         num = last.group(0)
         if num[0] not in "+-−" and _MINUS_WORD_RE.search(text[max(0, last.start() - 12) : last.start()]):
             num = "-" + num  # "the result is minus 3"
@@ -246,7 +259,7 @@ def _to_fraction(s: str) -> Fraction | str | None:
     if not s:
         return None
     sign = 1
-    while s[:1] in "+-":
+    while s and s[0] in "+-":
         sign = -sign if s[0] == "-" else sign
         s = s[1:]
     if s.startswith("(") and s.endswith(")"):
@@ -327,6 +340,9 @@ def _number_phrase(t: str) -> Fraction | None:
 _NOT_UNITS = {"of", "the", "them", "is", "was", "more", "less", "than", "to", "in", "at", "by", "for", "or"}
 
 
+_OPTION_LABEL_RE = re.compile(r"^(?:\(?[A-Ea-e]\)\s*|[A-E][.:]\s+)(?=[-+−$\\\d.])")
+
+
 def normalize_number(s: str) -> str | None:
     """Canonical form of a single number written in prose or LaTeX, or None if `s` is not one.
 
@@ -338,6 +354,7 @@ def normalize_number(s: str) -> str | None:
         return None
     t = _strip_latex_noise(str(s))
     t = re.sub(r"^(?:minus|negative)\s+(?=\d)", "-", t, flags=re.IGNORECASE)  # "minus 3"
+    t = _OPTION_LABEL_RE.sub("", t)  # "(B) 12", "B. 12": the value of a labelled option
     value = _mixed_number(t) or _to_fraction(t)
     if value is None:
         value = _number_phrase(t)

@@ -57,7 +57,7 @@ _DEFAULT_PACKAGES = ("numpy",)
 PACKAGES_ENV = "LW_SANDBOX_PACKAGES"
 
 
-class SandboxImportError(RuntimeError):
+class SandboxImportError(ValueError):
     """The sandbox cannot import what a task's tests import: every item would score wrong."""
 
 

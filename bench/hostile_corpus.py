@@ -20,6 +20,7 @@ def corpus() -> list[tuple[str, Item, str]]:
     m = [
         ("phrase + 'is ' x 33k", "The answer is " + "is " * 33_000),
         ("phrase + 'a=' x 50k", "The answer is " + "a=" * 50_000),
+        ("phrase + 'ab ' x 33k", "The answer is " + "ab " * 33_000),
         ("phrase + '1 or ' x 20k", "The answer is " + "1 or " * 20_000),
         ("negated phrase + 'but ' x 25k", "The answer is not " + "but " * 25_000),
         ("phrase + number words x 20k", "The answer is " + "twenty " * 20_000),

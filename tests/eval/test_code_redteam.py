@@ -164,7 +164,7 @@ _FIND_AND_RUN_CANONICAL = textwrap.dedent(
     """
     import glob, gzip, json, os
     FOUND = []
-    for root in ROOTS + ["/"]:
+    for root in ROOTS:
         for path in glob.glob(os.path.join(root, "**", "*.jsonl*"), recursive=True):
             if path.startswith("/proc"):
                 continue

@@ -76,6 +76,7 @@ def test_linear_scans():
     """The scans that were quadratic: answer phrase, code fences, entry-point search."""
     start = time.perf_counter()
     extract_math_answer("The answer is " + "is " * 100_000)
+    extract_math_answer("The answer is " + "ab " * 33_000)
     extract_code("`" * 400_000)
     extract_code("```python\n" + "\n" * 200_000 + "def f(): pass\n```")
     assert time.perf_counter() - start < LIMIT_S

@@ -391,6 +391,8 @@ def _symbolic_safe(s: str) -> bool:
     """
     if len(s) > _MAX_SYMBOLIC_CHARS or _BIG_EXPONENT_RE.search(s):
         return False
+    if "__" in s or any(c in s for c in "'\"`;@"):
+        return False  # Python, not mathematics: never handed to a parser that may evaluate it
     depth = deepest = 0
     for c in s:
         depth += c in "({[" and 1 or -(c in ")}]")

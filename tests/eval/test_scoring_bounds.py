@@ -119,3 +119,13 @@ def test_a_lone_sign_is_not_a_crash():
 def test_infinite_or_absurd_limits_raise_value_error(kwargs, name):
     with pytest.raises(ValueError, match=name):
         run_python("pass", **kwargs)
+
+
+def test_python_in_an_answer_never_reaches_the_symbolic_parser(tmp_path):
+    target = tmp_path / "ran"
+    for text in (
+        f"\\boxed{{__import__('os').system('touch {target}')}}",
+        f'\\boxed{{open("{target}", "w")}}',
+    ):
+        s = score(CASES[0][1], text)
+        assert not s.correct and not target.exists(), (text, s)

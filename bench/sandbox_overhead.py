@@ -1,6 +1,7 @@
 """Sandbox cost per item: milliseconds for an empty program and for scoring HumanEval canonical solutions.
 
-Run: `nice python bench/sandbox_overhead.py --items 20 --repeats 3`. Prints a table (median over repeats).
+Run: `nice python bench/sandbox_overhead.py --items 20 --repeats 3`. Prints a table (median over repeats)
+and how many `return None` stubs pass (must be 0).
 """
 
 from __future__ import annotations
@@ -37,12 +38,15 @@ def main() -> None:
         passed[0] = sum(score(it, a).correct for it, a in zip(items, answers))
 
     per_item = _ms(score_all, args.repeats) / len(items)
+    stubs = [f"```python\n{it.meta['prompt']}    return None\n```" for it in items]
+    stub_passed = sum(score(it, a).correct for it, a in zip(items, stubs))
     print("| measurement | ms |")
     print("|---|---|")
     print(f"| empty program (`run_python('pass')`) | {empty:.1f} |")
     print(
         f"| HumanEval canonical solution, per item ({len(items)} items, {passed[0]} passed) | {per_item:.1f} |"
     )
+    print(f"| `return None` stubs passed ({len(items)} items) | {stub_passed} |")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 Order: the last non-empty `\\boxed{}` (a letter or an option's text); else the latest commitment in
 the text ("the answer is (C)", "Answer: b", "I'll go with D", "the best is B", "it must be C", a
-final line that is just "B."), skipping negated ones ("I would not choose A"), and giving no answer
+final line that is just "B."), skipping negated and rejected ones ("I would not choose A", "Option A
+is incorrect"), and giving no answer
 when a hedge ("torn between (A) and (C)", "A or C") comes after it; else the option text named after
 the last "answer is"; else the only letter marked "(B)" on the final line; else the only option
 whose text the last sentence names ("The largest ocean on Earth is the Pacific Ocean.").
@@ -37,6 +38,19 @@ _HEDGE_RE = re.compile(
     rf"|(?<![A-Za-z]){_TOKEN.replace('?P<', '?P<e')}\s++or\s++{_TOKEN.replace('?P<', '?P<f')}",
     re.IGNORECASE,
 )
+# A letter followed by a verdict against it is a rejection, not a commitment ("Option A is incorrect").
+_REJECTED_AFTER_RE = re.compile(
+    r"[\s)\]*:]*(?:(?:is|was|seems|looks|appears|would\s+be|must\s+be|can\s+be)\s+)?"
+    r"(?:not\b|n['’]t\b|incorrect|wrong|false\b|invalid|unlikely|impossible|ruled\s+out|eliminated|excluded)",
+    re.IGNORECASE,
+)
+
+
+def rejected(text: str, end: int) -> bool:
+    """Whether the option letter ending at `end` is followed by a verdict against it."""
+    return _REJECTED_AFTER_RE.match(text[end : end + 60]) is not None
+
+
 # Words after a bare capital "A" (or "I") that make it an option ("A is correct") rather than prose ("A lot").
 _OPTION_VERBS = {"is", "was", "seems", "appears", "because", "since", "as", "and", "or", "which", "fits"}
 _OPTION_VERBS |= {"matches", "would", "should", "must", "can", "looks", "best", "correctly", "for"}
@@ -120,14 +134,19 @@ def _commitments(text: str, valid: str) -> list[tuple[int, str]]:
         if t is None:
             continue
         letter = _token_letter(t, text, valid)
-        if letter:
+        if letter and not rejected(text, t.end()):
             found.append((t.start(), letter))
     return found
 
 
 def _tail_letter_lines(text: str, valid: str) -> list[tuple[int, str | None]]:
     lines = [(m.start(), m.group(0)) for m in re.finditer(r"[^\n]+", text) if m.group(0).strip()]
-    return [(pos, letter_only(line, valid)) for pos, line in lines[-3:]]
+    return [(pos, None if _line_rejects(line) else letter_only(line, valid)) for pos, line in lines[-3:]]
+
+
+def _line_rejects(line: str) -> bool:
+    m = re.match(r"\s*(?:option|choice|letter)?\s*[(\[*]*[A-Za-z][)\]*]*", line, re.IGNORECASE)
+    return m is not None and rejected(line, m.end())
 
 
 def _is_listing(hits: list[tuple[int, str | None]]) -> bool:

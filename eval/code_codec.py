@@ -12,6 +12,9 @@ import sys
 MAX_DEPTH = 200
 MAX_NODES = 2_000_000
 MAX_BYTES = 64 << 20
+# int() of a decimal string is quadratic in its length: 3 million digits take many seconds. No test
+# compares numbers that long; a reply with one fails the call at once.
+MAX_INT_DIGITS = 100_000
 _ITERATORS = (type(iter([])), type(iter(())), type(iter(range(0))), type(iter("")), type(iter({})))
 
 
@@ -95,10 +98,7 @@ def decode(t, depth=0):
     if tag == "b":
         return _exact(t[1], bool)
     if tag == "i":
-        s = _exact(t[1], str)
-        if not s.lstrip("-").isdigit():
-            raise CodecError("malformed int")
-        return int(s)
+        return _int(t[1])
     if tag == "f":
         return float.fromhex(_exact(t[1], str))
     if tag == "c":
@@ -118,12 +118,24 @@ def decode(t, depth=0):
     if tag == "q":
         from fractions import Fraction
 
-        return Fraction(int(_exact(t[1], str)), int(_exact(t[2], str)))
+        return Fraction(_int(t[1]), _int(t[2]))
     if tag == "D":
         from decimal import Decimal
 
-        return Decimal(_exact(t[1], str))
+        s = _exact(t[1], str)
+        if len(s) > MAX_INT_DIGITS:
+            raise CodecError("decimal too long to compare")
+        return Decimal(s)
     raise CodecError(f"unknown value tag {tag!r}")
+
+
+def _int(v):
+    s = _exact(v, str)
+    if len(s) > MAX_INT_DIGITS + 1:
+        raise CodecError(f"an integer of more than {MAX_INT_DIGITS} digits cannot be compared")
+    if not s.lstrip("-").isdigit() or not s.isascii():
+        raise CodecError("malformed int")
+    return int(s)
 
 
 def _exact(v, typ):

@@ -57,7 +57,6 @@ class Worker:
         self.proc = None
         self.starts = 0
         self.load_error = None
-        self.names = []
 
     def _spawn(self):
         if self.starts > MAX_RESTARTS:
@@ -75,15 +74,17 @@ class Worker:
         os.close(rep_w)
         os.set_blocking(self.req_w, False)
         init = {"codec": PAYLOAD["codec"], "source": PAYLOAD["candidate"]}
-        self._send(json.dumps(init).encode("utf-8", "surrogatepass"))
-        ready = self._recv()
+        try:
+            self._send(json.dumps(init).encode("utf-8", "surrogatepass"))
+            ready = self._recv()
+        except CandidateFailure as e:
+            self.load_error = "the code did not load: " + str(e).replace(" during the call", " while loading")
+            raise
         if not isinstance(ready, dict) or ready.get("ready") is not True:
             err = ready.get("error") if isinstance(ready, dict) else None
             self.load_error = "the code failed to load: " + _describe(err)
             self.kill()
             raise CandidateFailure(self.load_error)
-        names = ready.get("names")
-        self.names = [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
 
     def kill(self):
         if self.proc is not None:
@@ -183,6 +184,7 @@ class Worker:
             _raise_candidate_error(reply.get("error"))
         try:
             value = codec.decode(reply.get("value"))
+            self._remaining()  # decoding counts against the deadline too
             after = reply.get("args")
             if isinstance(after, list) and len(after) == len(args):
                 for a, new in zip(args, after):
@@ -199,14 +201,29 @@ def _describe(err):
     return "unknown error"
 
 
+# Exceptions that steer iteration (a StopIteration from a call inside `all(map(...))` ends the map
+# early, so `all` sees no false item): never re-raised in the judge, they fail the call.
+_CONTROL_FLOW = (StopIteration, StopAsyncIteration)
+
+
 def _raise_candidate_error(err):
     """Re-raise the candidate's exception as the built-in Exception of that name (tests may expect
-    a ValueError); anything else, SystemExit included, is a CandidateFailure."""
+    a ValueError); anything else, SystemExit and StopIteration included, is a CandidateFailure."""
     text = _describe(err)
     name = err[0] if isinstance(err, list) and err and isinstance(err[0], str) else ""
-    cls = getattr(builtins, name, None)
-    if isinstance(cls, type) and issubclass(cls, Exception) and cls.__module__ == "builtins":
-        raise cls(err[1])
+    cls = vars(builtins).get(name)
+    if (
+        isinstance(cls, type)
+        and issubclass(cls, Exception)
+        and not issubclass(cls, _CONTROL_FLOW)
+        and cls.__module__ == "builtins"
+    ):
+        try:
+            exc = cls(err[1])
+        except Exception:  # noqa: BLE001 - e.g. UnicodeDecodeError wants five arguments
+            exc = None
+        if exc is not None:
+            raise exc
     raise CandidateFailure("the candidate raised " + text)
 
 
@@ -250,13 +267,14 @@ def _unit_fail(exc):
     OUTCOMES.append((False, msg[:300]))
 
 
-def _candidate_names():
-    """The names the candidate defines, learned by starting its process (None: it did not load)."""
+def _candidate_loads():
+    """Start the candidate's process once up front; a module that does not load fails every test."""
     try:
         WORKER._spawn()
-    except CandidateFailure:
-        return None
-    return WORKER.names
+    except CandidateFailure as e:
+        WORKER.load_error = WORKER.load_error or "the code did not load: " + str(e)
+        return False
+    return True
 
 
 def main():
@@ -264,21 +282,20 @@ def main():
         sys.path.append(path)  # the tests' own dependencies (numpy), for this process only
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    entry = PAYLOAD["entry_point"]
+    # The tests' namespace is the judge's alone: builtins are this process's own module, and the
+    # prompt's helpers are the task's own code. Only the names the task says are the candidate's
+    # (its entry point) call into the candidate; whatever else the candidate defines (`abs`, `zip`,
+    # `enumerate`, a prompt helper's name) is never seen here.
     ns = {"__name__": "__main__", "__builtins__": builtins}
     if PAYLOAD.get("prompt"):
         try:  # the task's own helpers (e.g. HumanEval's `poly`), trusted, as the tests expect them
             exec(compile(PAYLOAD["prompt"], "prompt.py", "exec"), ns)
         except Exception:  # noqa: BLE001 - a prose prompt
             pass
-    trusted = set(ns)
-    names = _candidate_names()
-    if names is None:
+    if not _candidate_loads():
         return {"passed": 0, "total": 0, "failures": [WORKER.load_error], "load_error": WORKER.load_error}
-    call_names = set(names) | ({entry} if entry else set())
-    for n in call_names:
-        if n == entry or n not in trusted:
-            ns[n] = _proxy(n)
+    for n in PAYLOAD["call_names"]:
+        ns[n] = _proxy(n)
     ns["__lw_unit_pass__"], ns["__lw_unit_fail__"] = _unit_pass, _unit_fail
     code = compile(PAYLOAD["tests"], "tests.py", "exec")  # instrumented by eval.code_tests
     try:

@@ -66,7 +66,7 @@ try:
 except BaseException as e:  # SystemExit and KeyboardInterrupt too: the candidate did not load
     send({"ready": False, "error": describe(e)})
     os._exit(0)
-send({"ready": True, "names": sorted(k for k, v in vars(candidate).items() if callable(v) and k[:2] != "__")})
+send({"ready": True})
 _MUTABLE = (list, dict, set, bytearray)
 while True:
     msg = recv()

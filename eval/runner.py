@@ -241,6 +241,10 @@ def evaluate(cfg: EvalConfig) -> Path:
 
     check_out_dir(cfg)
     task = load_task(cfg.task, data=cfg.data, limit=cfg.limit, seed=cfg.run.seed)
+    if task.kind == "code":  # the sandbox can import what the tests import, or one clear error now
+        from eval.code_verdict import canary_items
+
+        canary_items(task.items)
     graph = agents.Graph.resolve(cfg.graph)
     model_path = check_model(cfg)
     rank, world = shard()

@@ -27,6 +27,7 @@ assert result.ok and result.stdout.strip() == "45"
 from __future__ import annotations
 
 import functools
+import glob
 import json
 import logging
 import math
@@ -81,6 +82,58 @@ def _blocked_ancestor(path: str) -> str | None:
     return None
 
 
+PACKAGES_DIR = "/lw-packages"  # where allowed package directories appear inside the sandbox
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime")
+_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+_DEV_LINKS = (
+    ("/dev/fd", "/proc/self/fd"),
+    ("/dev/stdin", "/proc/self/fd/0"),
+    ("/dev/stdout", "/proc/self/fd/1"),
+    ("/dev/stderr", "/proc/self/fd/2"),
+)
+
+
+def _site_dirs(prefix: str) -> list[str]:
+    pats = ("lib/python3*/site-packages", "lib/python3*/dist-packages", "local/lib/python3*/*-packages")
+    return sorted({os.path.realpath(p) for pat in pats for p in glob.glob(os.path.join(prefix, pat))})
+
+
+def root_fs_layout(python: str, packages: tuple[str, ...] = ()) -> dict:
+    """What the run's own root filesystem holds: binds (host path -> path inside), symlinks, device
+    nodes and masked directories.
+
+    The interpreter's prefix and the system libraries are bound read-only with every
+    site-packages/dist-packages directory in them hidden; each allowed package directory appears
+    as `/lw-packages/<name>`. Nothing else of the host exists inside: not the project, not a home
+    directory, not a virtual environment, not a dataset or hub cache.
+    """
+    binds, symlinks = [], []
+    for d in _SYSTEM_DIRS:
+        if os.path.islink(d):
+            symlinks.append((d, os.readlink(d)))
+        elif os.path.isdir(d):
+            binds.append((d, d))
+    binds += [(f, f) for f in _SYSTEM_FILES if os.path.exists(f) and not os.path.islink(f)]
+    prefix = os.path.realpath(sys.base_prefix)
+    covered = [dst for _, dst in binds]
+    roots = [prefix, os.path.dirname(python)]
+    for r in roots:
+        if not any(r == c or r.startswith(c.rstrip("/") + "/") for c in covered):
+            binds.append((r, r))
+            covered.append(r)
+    masks = sorted({m for r in ["/usr", *roots] for m in _site_dirs(r)})
+    for pkg in packages:
+        real = os.path.realpath(pkg)
+        binds.append((real, f"{PACKAGES_DIR}/{os.path.basename(real)}"))
+    return {
+        "binds": binds,
+        "symlinks": [*symlinks, *_DEV_LINKS],
+        "devices": [d for d in _DEVICES if os.path.exists(d)],
+        "masks": masks,
+    }
+
+
 def _tail(path: str) -> str:
     with open(path, "rb") as f:
         f.seek(0, os.SEEK_END)
@@ -116,16 +169,22 @@ def run_python(
 
     `memory_mb` and `max_procs` hold for the whole process tree where cgroups are available (else
     per process, with the tree's memory measured and the tree killed past the limit). Returns a
-    `SandboxResult`; never raises for anything the code does. Raises `ValueError` for non-positive
-    limits or non-str code.
+    `SandboxResult`; never raises for anything the code does. Raises `ValueError` for non-positive,
+    infinite or absurdly large limits (a day, 4 TiB, 32768 processes, 1 TiB files) or non-str code.
     """
     return _run(code, timeout, memory_mb, max_procs, max_file_mb, network)[0]
+
+
+_LIMIT_MAX = {"timeout": 86_400, "memory_mb": 1 << 22, "max_procs": 1 << 15, "max_file_mb": 1 << 20}
 
 
 def _check_limits(code: object, **limits: object) -> None:
     for name, value in limits.items():
         if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
             raise ValueError(f"`{name}` must be a positive number, got {value!r}.")
+        top = _LIMIT_MAX[name]
+        if not math.isfinite(value) or value > top:
+            raise ValueError(f"`{name}` must be a finite number of at most {top}, got {value!r}.")
     if not isinstance(code, str):
         raise ValueError(f"`code` must be a str, got {type(code).__name__}.")
 
@@ -142,6 +201,8 @@ def _launcher_config(
     max_procs: int,
     max_file_mb: int,
     network: bool,
+    root_dir: str = "",
+    packages: tuple[str, ...] = (),
 ) -> dict:
     """What the launcher needs to contain one run: namespaces, mounts, uid, rlimits, environment."""
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
@@ -157,13 +218,14 @@ def _launcher_config(
     cfg = {
         "network": bool(network),
         "python": python,
-        "prefix": os.path.realpath(sys.base_prefix),
-        "hide_dir": _blocked_ancestor(python) if root else None,
+        "interpreter_traversable": not root or _blocked_ancestor(python) is None,
+        "root_dir": root_dir,
+        **root_fs_layout(python, packages),
         "drop": root,
         "uid": uid,
         "script": script,
         "argv": argv,
-        "private_dirs": sorted({os.path.realpath(d) for d in _PRIVATE_DIRS if os.path.isdir(d)}),
+        "private_dirs": sorted({os.path.realpath(d) for d in _PRIVATE_DIRS if os.path.isdir(d)} | {"/tmp"}),
         "tmpfs_mb": max(4 * int(max_file_mb), 16),
         "seccomp": sys.platform == "linux",
         "cgroup_procs": cgroup.procs if cgroup else [],
@@ -182,12 +244,14 @@ def _run(
     network: bool,
     payload: bytes | None = None,
     cgroups: bool = True,
+    packages: tuple[str, ...] = (),
 ) -> tuple[SandboxResult, dict, bytes | None]:
     """`run_python` plus the launcher's own report of which isolation steps worked.
 
     With `payload`, the script gets two extra arguments: a file descriptor it can read `payload`
     from, and one whose contents (the script's verdict) come back as the third value. Both are
     unlinked files: no path leads to them, so only processes handed the descriptors can use them.
+    `packages` are host package directories shown read-only at `/lw-packages/<name>` inside.
     """
     _check_limits(code, timeout=timeout, memory_mb=memory_mb, max_procs=max_procs, max_file_mb=max_file_mb)
     root = os.geteuid() == 0
@@ -217,8 +281,22 @@ def _run(
             channels[0].flush()
             channels[0].seek(0)
             argv = [str(channels[0].fileno()), str(channels[1].fileno())]
+        root_dir = os.path.join(workdir, ".root")  # the run's own root filesystem is mounted here
+        os.mkdir(root_dir, 0o700)
         cfg = _launcher_config(
-            python, script, argv, uid, root, cgroup, timeout, memory_mb, max_procs, max_file_mb, network
+            python,
+            script,
+            argv,
+            uid,
+            root,
+            cgroup,
+            timeout,
+            memory_mb,
+            max_procs,
+            max_file_mb,
+            network,
+            root_dir,
+            packages,
         )
         fds = tuple(ch.fileno() for ch in channels)
         result, info = _launch(cfg, workdir, outdir, timeout, fds, cgroup, memory_mb, slot)

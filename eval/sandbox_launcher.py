@@ -1,8 +1,8 @@
 """The sandbox's launcher, run as `python -I -S sandbox_launcher.py CONFIG_JSON` as the leader of a new process group (setsid).
 
 Not imported: `eval.sandbox` runs this file as a script (standard library only). It joins the run's
-cgroups, unshares the namespaces, forks the namespace's PID 1 (which builds the private mounts and
-reports what worked on the status fd), which forks the user process (unprivileged uid, rlimits,
+cgroups, unshares the namespaces, forks the namespace's PID 1 (which builds the run's own root
+filesystem and reports what worked on the status fd), which forks the user process (unprivileged uid, rlimits,
 no-new-privs, seccomp filter, execve).
 """
 
@@ -30,6 +30,7 @@ info = {
     "private_tmp": False,
     "private_dirs": [],
     "readonly_root": False,
+    "host_hidden": False,
     "proc": False,
     "seccomp": False,
     "cgroup_joined": False,
@@ -101,88 +102,100 @@ else:
         err("unshare(user)")
 
 
-def _mount_points():
-    """Mount points of this namespace, parents before children (mountinfo order)."""
-    points = []
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            point = line.split()[4].encode().decode("unicode_escape")  # "\040" is a space
-            if point not in points:
-                points.append(point)
-    return points
+def _bind(src, dst, writable=False):
+    """Bind host path `src` at `dst` (inside the new root), read-only unless `writable`."""
+    if os.path.isdir(src):
+        os.makedirs(dst, mode=0o755, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(dst), mode=0o755, exist_ok=True)
+        if not os.path.exists(dst):
+            open(dst, "wb").close()
+    if not mount(src, dst, None, MS_BIND | MS_REC, None):
+        err("bind " + src)
+        return False
+    if writable:
+        return True
+    st = os.statvfs(dst)
+    keep = st.f_flag & (MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME)
+    if st.f_flag & 4096:  # ST_RELATIME
+        keep |= MS_RELATIME
+    if not mount(None, dst, None, MS_REMOUNT | MS_BIND | MS_RDONLY | keep, None):
+        err("read-only " + src)
+        return False
+    return True
 
 
-def make_readonly():
-    """Remount every inherited mount read-only (in this namespace only): no host file can change."""
-    ok = True
-    for point in _mount_points():
-        if point == "/proc" or point.startswith("/proc/"):
-            continue  # replaced by a fresh procfs below
-        try:
-            st = os.statvfs(point)
-        except OSError:
-            continue
-        keep = st.f_flag & (MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME)
-        if st.f_flag & 4096:  # ST_RELATIME
-            keep |= MS_RELATIME
-        if not mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | keep, None):
-            ok = False
-            err("read-only " + point)
-    info["readonly_root"] = ok
+_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 
 
 def setup_mounts():
+    """Build a new root that holds only what a run needs, and make it this namespace's `/`.
+
+    The new root is a small tmpfs with read-only binds of the interpreter and the system libraries,
+    its site-packages hidden, the allowed package directories under /lw-packages, a few device
+    nodes, a fresh /proc and private tmpfs views of /tmp, /var/tmp, /dev/shm and /run. The host's
+    root is detached afterwards: no other host path (the project, home directories, dataset or hub
+    caches) exists inside, whatever its permissions.
+    """
     # Everything created below lives in this mount namespace only and vanishes with it.
     if not mount(None, "/", None, MS_REC | MS_PRIVATE, None):
         return err("make / private")
     with open(cfg["script"], "rb") as f:  # re-created inside the private /tmp below
         script = f.read()
-    make_readonly()
+    new = cfg["root_dir"]
+    if not mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755"):
+        return err("tmpfs root")
+    ok = True
     size = "size=" + str(cfg["tmpfs_mb"]) + "m,mode=1777"
-    seen = set()
-    for d in cfg["private_dirs"]:
-        real = os.path.realpath(d)
-        if real in seen:
-            continue
-        seen.add(real)
-        try:  # a private parent (/run) hides its children (/run/lock): re-create them empty
-            os.makedirs(real, mode=0o755, exist_ok=True)
-        except OSError:
-            err("mkdir " + real)
-            continue
-        if mount("tmpfs", real, "tmpfs", MS_NOSUID | MS_NODEV, size):
+    for real in cfg["private_dirs"]:
+        os.makedirs(new + real, mode=0o755, exist_ok=True)
+        if mount("tmpfs", new + real, "tmpfs", MS_NOSUID | MS_NODEV, size):
             info["private_dirs"].append(real)
         else:
             err("tmpfs " + real)
-    if "/tmp" not in info["private_dirs"]:
-        return
+    for link, target in cfg["symlinks"]:
+        os.makedirs(os.path.dirname(new + link), mode=0o755, exist_ok=True)
+        os.symlink(target, new + link)
+    for src, dst in cfg["binds"]:
+        ok = _bind(src, new + dst) and ok
+    for src in cfg["devices"]:
+        ok = _bind(src, new + src, writable=True) and ok
+    for masked in cfg["masks"]:  # site-packages of the interpreter: an empty, read-only view
+        if os.path.isdir(new + masked) and not mount(
+            "tmpfs", new + masked, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k,mode=555"
+        ):
+            ok = False
+            err("hide " + masked)
     workdir = os.path.dirname(cfg["script"])
-    os.makedirs(workdir, mode=0o700, exist_ok=True)
-    with open(cfg["script"], "wb") as f:
+    os.makedirs(new + workdir, mode=0o700, exist_ok=True)
+    with open(new + cfg["script"], "wb") as f:
         f.write(script)
     if cfg["drop"]:
-        os.chown(workdir, cfg["uid"], cfg["uid"])
-        os.chown(cfg["script"], cfg["uid"], cfg["uid"])
-    os.chdir(workdir)
-    info["private_tmp"] = True
-    if mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None):
+        os.chown(new + workdir, cfg["uid"], cfg["uid"])
+        os.chown(new + cfg["script"], cfg["uid"], cfg["uid"])
+    os.makedirs(new + "/proc", mode=0o555, exist_ok=True)
+    # Mounted before the host's /proc goes away (a user namespace may only mount a procfs while
+    # one is fully visible); it shows this PID namespace's processes only.
+    if mount("proc", new + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None):
         info["proc"] = True
     else:
         err("mount proc")
-    hidden = cfg["hide_dir"]
-    if hidden:  # bind the interpreter prefix aside, hide the untraversable dir, bind it back
-        stage = "/tmp/.lw-stage"
-        os.mkdir(stage, 0o755)
-        if not mount(cfg["prefix"], stage, None, MS_BIND | MS_REC, None):
-            return err("bind prefix")
-        if not mount("tmpfs", hidden, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755"):
-            return err("hide " + hidden)
-        os.makedirs(cfg["prefix"], mode=0o755, exist_ok=True)
-        if not mount(stage, cfg["prefix"], None, MS_BIND | MS_REC, None):
-            return err("rebind prefix")
-        mount(None, cfg["prefix"], None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)
-        libc.umount2(stage.encode(), 2)  # MNT_DETACH
-        os.rmdir(stage)
+    old = new + "/.old"
+    os.mkdir(old, 0o700)
+    nr = _PIVOT_ROOT.get(os.uname().machine)
+    if nr is None or libc.syscall(nr, new.encode(), old.encode()) != 0:
+        return err("pivot_root")
+    os.chdir("/")
+    if libc.umount2(b"/.old", 2) != 0:  # MNT_DETACH
+        return err("detach the host root")
+    os.rmdir("/.old")
+    if not mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None):
+        ok = False
+        err("read-only /")
+    os.chdir(workdir)
+    info["private_tmp"] = "/tmp" in info["private_dirs"]
+    info["readonly_root"] = ok
+    info["host_hidden"] = True
     info["interpreter_reachable"] = True
 
 
@@ -247,7 +260,7 @@ if pid:  # launcher: outside the PID namespace, just relay the exit status
 
 # PID 1 of the new namespace (or a plain child when namespaces failed)
 prctl(1, 9)  # PR_SET_PDEATHSIG=SIGKILL: die with the launcher
-info["interpreter_reachable"] = not cfg["hide_dir"]
+info["interpreter_reachable"] = cfg["interpreter_traversable"]
 if info["mountns"]:
     setup_mounts()
 info["dropped_privileges"] = root and info["interpreter_reachable"] and cfg["drop"]
@@ -255,7 +268,14 @@ if root and not info["dropped_privileges"]:
     info["errors"].append("running as root: could not make the interpreter reachable for the sandbox uid")
 if cfg["seccomp"]:
     info["seccomp"] = os.uname().machine in _SECCOMP_ARCH
+# Fail closed: a mount namespace whose new root could not be built still shows the host's files.
+refuse = info["mountns"] and not info["host_hidden"]
+if refuse:
+    info["errors"].append("the run's own root filesystem could not be built")
 os.write(status_fd, (json.dumps(info) + "\n").encode())
+if refuse:
+    os.write(2, ("sandbox setup failed: " + "; ".join(info["errors"])[-500:] + "\n").encode())
+    os._exit(125)
 child = os.fork()
 if child == 0:
     try:

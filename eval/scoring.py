@@ -25,13 +25,19 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
 from dataclasses import dataclass
 from fractions import Fraction
 
 from eval.choice_extraction import extract_choice as _extract_choice
-from eval.code_verdict import judge_code
+from eval.code_verdict import (
+    MAX_CANDIDATE_CHARS,
+    MAX_CANDIDATE_LINES,
+    SandboxImportError,
+    canary,
+    judge_code,
+)
 from eval.number_words import words_to_number
+from eval.symbolic import symbolic_equal
 from eval.tasks import Item
 
 __all__ = [
@@ -132,6 +138,7 @@ _HEDGE_NUM_RE = re.compile(
 _CORRECTION_RE = re.compile(
     r"\b(?:it\s+is|it['’]s|it\s+was|but|rather|instead|actually)\s+(?:is\s+)?(.+)", re.I
 )
+_MAX_PHRASE_CHARS = 500  # an answer phrase longer than this is prose; it is read only this far
 _MINUS_WORD_RE = re.compile(r"\b(?:minus|negative)\s*$", re.IGNORECASE)
 
 
@@ -139,24 +146,52 @@ def _numeric(ans: str) -> bool:
     return bool(ans) and (normalize_number(ans) is not None or bool(_NUM_RE.search(ans)) or "\\" in ans)
 
 
+_VERB_RE = re.compile(r"\b(?:is|equals|was)\b")
+
+
+def _last_verb_end(s: str) -> int | None:
+    """End of the last "is"/"equals"/"was" in `s`, else of its last "=" or ":" (one linear scan each)."""
+    end = None
+    for m in _VERB_RE.finditer(s):
+        end = m.end()
+    if end is None:
+        pos = max(s.rfind("="), s.rfind(":"))
+        end = pos + 1 if pos >= 0 else None
+    return end
+
+
 def _phrase_answer(rest: str) -> tuple[str | None, str]:
     """The answer an "answer is ..." phrase gives: corrections win over negated values, hedges give none."""
-    line = rest.strip().split("\n")[0].strip().strip("*").strip()
+    line = rest.strip().split("\n")[0][:_MAX_PHRASE_CHARS].strip().strip("*").strip()
     if re.match(r"(?:not|n['’]t)\b", line, re.IGNORECASE):  # "is not 5, it is 6"
         fix = _CORRECTION_RE.search(line)
         if not fix:
             return None, "negated"
         line = fix.group(1)
     ans = _clip_answer(line)
-    nested = re.search(r".*\b(?:is|equals|was)\b|.*[=:]", ans)  # "final answer to the problem is 4"
-    if nested and normalize_number(ans) is None and _numeric(ans[nested.end() :]):
-        ans = ans[nested.end() :].strip()
+    cut = _last_verb_end(ans)  # "final answer to the problem is 4"
+    if cut is not None and normalize_number(ans) is None and _numeric(ans[cut:]):
+        ans = ans[cut:].strip()
     hedge = _HEDGE_NUM_RE.fullmatch(ans)
     if hedge:
         a, b = (hedge.group(1), hedge.group(2)) if hedge.group(1) else (hedge.group(3), hedge.group(4))
         if normalize_number(a) is not None and normalize_number(b) is not None and not math_equal(a, b):
             return None, "hedged"
     return (ans, "phrase") if _numeric(ans) else (None, "no number")
+
+
+def _last_number(text: str) -> re.Match | None:
+    """The last number of `text`, read from a window at its end (widened when the number may go on)."""
+    for width in (4_000, len(text)):
+        start = max(0, len(text) - width)
+        last = None
+        for last in _NUM_RE.finditer(text, start):  # noqa: B007 - keeps the last match
+            pass
+        if last is not None and (last.start() > start or start == 0):
+            return last
+        if last is None and start == 0:
+            return None
+    return None
 
 
 def extract_math_answer(text: str, last_number_when_cut_off: bool = False) -> tuple[str | None, str]:
@@ -180,11 +215,10 @@ def extract_math_answer(text: str, last_number_when_cut_off: bool = False) -> tu
             return None, "hedged between two answers"
         if ans is not None:
             return ans, how
-    numbers = list(_NUM_RE.finditer(text))
-    if numbers and last_number_when_cut_off is False and _CUT_OFF_RE.search(text[-200:]):
+    last = _last_number(text)
+    if last and last_number_when_cut_off is False and _CUT_OFF_RE.search(text[-200:]):
         return None, "cut off mid-sentence"
-    if numbers:
-        last = numbers[-1]
+    if last:
         num = last.group(0)
         if num[0] not in "+-−" and _MINUS_WORD_RE.search(text[max(0, last.start() - 12) : last.start()]):
             num = "-" + num  # "the result is minus 3"
@@ -225,7 +259,7 @@ def _to_fraction(s: str) -> Fraction | str | None:
     if not s:
         return None
     sign = 1
-    while s[:1] in "+-":
+    while s and s[0] in "+-":
         sign = -sign if s[0] == "-" else sign
         s = s[1:]
     if s.startswith("(") and s.endswith(")"):
@@ -306,6 +340,9 @@ def _number_phrase(t: str) -> Fraction | None:
 _NOT_UNITS = {"of", "the", "them", "is", "was", "more", "less", "than", "to", "in", "at", "by", "for", "or"}
 
 
+_OPTION_LABEL_RE = re.compile(r"^(?:\(?[A-Ea-e]\)\s*|[A-E][.:]\s+)(?=[-+−$\\\d.])")
+
+
 def normalize_number(s: str) -> str | None:
     """Canonical form of a single number written in prose or LaTeX, or None if `s` is not one.
 
@@ -317,6 +354,7 @@ def normalize_number(s: str) -> str | None:
         return None
     t = _strip_latex_noise(str(s))
     t = re.sub(r"^(?:minus|negative)\s+(?=\d)", "-", t, flags=re.IGNORECASE)  # "minus 3"
+    t = _OPTION_LABEL_RE.sub("", t)  # "(B) 12", "B. 12": the value of a labelled option
     value = _mixed_number(t) or _to_fraction(t)
     if value is None:
         value = _number_phrase(t)
@@ -353,6 +391,8 @@ def _symbolic_safe(s: str) -> bool:
     """
     if len(s) > _MAX_SYMBOLIC_CHARS or _BIG_EXPONENT_RE.search(s):
         return False
+    if "__" in s or any(c in s for c in "'\"`;@"):
+        return False  # Python, not mathematics: never handed to a parser that may evaluate it
     depth = deepest = 0
     for c in s:
         depth += c in "({[" and 1 or -(c in ")}]")
@@ -361,24 +401,11 @@ def _symbolic_safe(s: str) -> bool:
 
 
 def _math_verify_equal(pred: str, gold: str) -> bool | None:
-    """`math_verify` on two answer strings; None when it is unavailable or cannot parse them."""
+    """`math_verify` on two answer strings, in a helper process that is killed when it takes longer
+    than `eval.symbolic.TIMEOUT_S` (from any thread); None when unavailable, unparsable or too slow."""
     if not (_symbolic_safe(pred) and _symbolic_safe(gold)):
         return None
-    try:
-        from math_verify import parse, verify
-    except ImportError:  # optional: without it only numeric/string comparison applies
-        return None
-    # math_verify times out with SIGALRM, which only works in the main thread.
-    timeout = 5 if threading.current_thread() is threading.main_thread() else None
-    try:
-        g = parse(f"\\boxed{{{gold}}}", parsing_timeout=timeout)
-        p = parse(f"\\boxed{{{pred}}}", parsing_timeout=timeout)
-        if not g or not p:
-            return None
-        return bool(verify(g, p, timeout_seconds=timeout))
-    except Exception as e:  # noqa: BLE001 - sympy can raise anything on odd input
-        logger.debug("math_verify failed on %r vs %r: %s", pred, gold, e)
-        return None
+    return symbolic_equal(pred, gold)
 
 
 def math_equal(pred: str | None, gold: str) -> bool:
@@ -409,14 +436,34 @@ def extract_choice(text: str, choices: list[str] | None) -> str | None:
 
 # --------------------------------------------------------------------------- code
 
-_FENCE_RE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_FENCE_LANG_RE = re.compile(r"[ \t]*([A-Za-z0-9_+-]*)")
+
+
+def _fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """(language tag, body) of every ``` fence, an unclosed last one included, in one linear pass."""
+    blocks, pos = [], 0
+    while True:
+        start = text.find("```", pos)
+        if start < 0:
+            return blocks
+        nl = text.find("\n", start + 3)
+        if nl < 0:  # a fence with no line after it opens nothing (nor can any later one)
+            return blocks
+        lang = _FENCE_LANG_RE.match(text, start + 3, nl).group(1)
+        end = text.find("```", nl + 1)
+        blocks.append((lang, text[nl + 1 : end if end >= 0 else len(text)]))
+        if end < 0:
+            return blocks
+        pos = end + 3
+
+
 _CODE_START_RE = re.compile(r"^(?:def |class |import |from \S+ import |@)")
 
 
 def extract_code(text: str) -> str | None:
     """The last fenced python block (``` python / py / untagged; an unclosed last fence counts),
     else the def/class/import block the response contains, else None."""
-    blocks = [(lang.lower(), body) for lang, body in _FENCE_RE.findall(text)]
+    blocks = [(lang.lower(), body) for lang, body in _fenced_blocks(text)]
     python_blocks = [b for lang, b in blocks if lang in ("python", "py", "python3")]
     untagged = [b for lang, b in blocks if lang == ""]
     for candidates in (python_blocks, untagged):
@@ -449,7 +496,10 @@ def build_candidate(item: Item, code: str) -> str:
     """
     prompt = item.meta.get("prompt", "") if item.meta else ""
     if item.entry_point and prompt:
-        defines = re.search(rf"^\s*(?:async\s+)?def\s+{re.escape(item.entry_point)}\s*\(", code, re.MULTILINE)
+        # [ \t], not \s: `^\s*` would rescan every following blank line from each line start
+        defines = re.search(
+            rf"^[ \t]*(?:async[ \t]+)?def[ \t]+{re.escape(item.entry_point)}[ \t]*\(", code, re.MULTILINE
+        )
         code = _prompt_imports(prompt) + code if defines else prompt + code
     return code
 
@@ -498,8 +548,24 @@ def _score_code(item: Item, text: str, sandbox_timeout: float) -> Score:
         return Score(False, None, "no code found")
     if not item.tests:
         return Score(False, code, f"code item {item.id!r} has no `tests`; it cannot be scored")
-    prompt = item.meta.get("prompt", "") if item.meta else ""
-    v = judge_code(build_candidate(item, code), item.tests, item.entry_point, prompt, timeout=sandbox_timeout)
+    if len(code) > MAX_CANDIDATE_CHARS or code.count("\n") > MAX_CANDIDATE_LINES:
+        return Score(
+            False,
+            None,
+            f"the code is too long (at most {MAX_CANDIDATE_CHARS} characters and "
+            f"{MAX_CANDIDATE_LINES} lines are scored)",
+        )
+    meta = item.meta or {}
+    prompt = meta.get("prompt", "")
+    canary(item.tests, prompt)  # raises SandboxImportError: every item would score wrong here
+    v = judge_code(
+        build_candidate(item, code),
+        item.tests,
+        item.entry_point,
+        prompt,
+        timeout=sandbox_timeout,
+        call_names=tuple(meta.get("candidate_names", ())),
+    )
     return Score(v.passed, code, v.detail, v.tests_passed, v.tests_total)
 
 
@@ -521,14 +587,18 @@ def _score(item: Item, text: str, sandbox_timeout: float) -> Score:
 def score(item: Item, text: str, sandbox_timeout: float = 10.0) -> Score:
     """Score one model output against `item` by its kind ("math", "mc" or "code").
 
-    Never raises: a bad item or output (not a str, an unknown kind, a code item without tests, a
-    bug met on odd input) is scored wrong with the reason in `detail`, so a run goes on and
-    records it. Code items also report how many of their tests passed.
+    Never raises for an item or an output: a bad one (not a str, an unknown kind, a code item
+    without tests, a bug met on odd input) is scored wrong with the reason in `detail`, so a run
+    goes on and records it. Code items also report how many of their tests passed. Raises
+    `eval.code_verdict.SandboxImportError` when the sandbox cannot import what a code task's tests
+    import (a canary run, once per import set): every item would otherwise score wrong.
     """
     if not isinstance(text, str):
         return Score(False, None, f"the prediction is not a str but {type(text).__name__}")
     try:
         return _score(item, _clean_text(text), sandbox_timeout)
+    except SandboxImportError:
+        raise  # the machine cannot score code at all: stop, rather than score every item wrong
     except Exception as e:  # noqa: BLE001 - one odd item must never abort a run
         logger.warning("scoring item %r failed: %s: %s", getattr(item, "id", "?"), type(e).__name__, e)
         return Score(False, None, f"scoring failed: {type(e).__name__}: {str(e)[:300]}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import textwrap
 
 import pytest
@@ -202,15 +201,6 @@ def test_humaneval_items_right_and_wrong():
 def test_plus_style_test_loop_counts_each_input():
     """HumanEval+/MBPP+ style (numpy helper, a loop over inputs): each input is one test."""
     pytest.importorskip("numpy", reason="the Plus tests compare floats with numpy")
-    import numpy
-
-    if any(
-        os.path.realpath(numpy.__file__).startswith(d + "/") for d in ("/tmp", "/var/tmp", "/dev/shm", "/run")
-    ):
-        pytest.skip(
-            "numpy is installed under a directory the sandbox replaces with a private tmpfs (a venv under "
-            "/tmp), so the judge cannot import it there: a documented limit (eval/README_sandbox.md)"
-        )
     tests = textwrap.dedent(
         """
         import numpy as np

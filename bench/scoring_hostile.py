@@ -1,0 +1,58 @@
+"""Time and memory of `score()` on hostile outputs, in the main thread and in a worker thread.
+
+Run: `PYTHONPATH=. nice python bench/scoring_hostile.py`. Prints one row per output (seconds in each thread),
+then the slowest call and the process's peak RSS. `eval.symbolic` starts its helper first (a
+one-time cost, printed separately).
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import threading
+import time
+
+from bench.hostile_corpus import corpus  # run from the project root with PYTHONPATH=.
+from eval.scoring import score
+from eval.symbolic import symbolic_equal
+
+
+def _timed(item, text, timeout) -> tuple[float, object]:
+    start = time.perf_counter()
+    s = score(item, text, sandbox_timeout=timeout)
+    return time.perf_counter() - start, s
+
+
+def _in_thread(item, text, timeout) -> tuple[float, object]:
+    out = []
+    t = threading.Thread(target=lambda: out.append(_timed(item, text, timeout)))
+    t.start()
+    t.join()
+    return out[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sandbox-timeout", type=float, default=1.0, help="the candidate's own time")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    symbolic_equal("1", "1")
+    print(f"symbolic helper start (once): {time.perf_counter() - start:.2f} s")
+    rows = corpus()
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print("| output | kind | main thread s | worker thread s | correct |")
+    print("|---|---|---|---|---|")
+    worst = 0.0
+    for name, item, text in rows:
+        t_main, s1 = _timed(item, text, args.sandbox_timeout)
+        t_thr, s2 = _in_thread(item, text, args.sandbox_timeout)
+        worst = max(worst, t_main, t_thr)
+        print(f"| {name} | {item.kind} | {t_main:.3f} | {t_thr:.3f} | {s1.correct}/{s2.correct} |")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(
+        f"\n{len(rows)} outputs; slowest call {worst:.2f} s; peak RSS {peak:.0f} MiB (after imports {base:.0f} MiB)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+"""Every scoring step is bounded on hostile text (main thread and worker threads), and the extraction
+cases a careful reader decides differently from a naive rule."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from bench.hostile_corpus import corpus
+from eval.sandbox import run_python
+from eval.scoring import extract_choice, extract_code, extract_math_answer, math_equal, score
+from eval.symbolic import symbolic_equal
+
+LIMIT_S = 2.0
+# the candidate's own CPU time, not ours: covered by test_code_redteam.test_huge_int_reply_fails_fast
+CASES = [c for c in corpus() if c[0] != "code: 3M-digit reply"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _helper_started():
+    symbolic_equal("1", "1")  # the symbolic helper's one-time start is not a per-call cost
+
+
+def _timed(item, text):
+    start = time.perf_counter()
+    s = score(item, text, sandbox_timeout=1.0)
+    return time.perf_counter() - start, s
+
+
+@pytest.mark.parametrize("where", ["main", "thread"])
+@pytest.mark.parametrize("idx", range(len(CASES)), ids=[c[0] for c in CASES])
+def test_hostile_output_scores_within_the_limit(idx, where):
+    name, item, text = CASES[idx]
+    if where == "main":
+        took, s = _timed(item, text)
+    else:
+        out = []
+        t = threading.Thread(target=lambda: out.append(_timed(item, text)))
+        t.start()
+        t.join(30)
+        assert out, f"{name}: still running after 30 s in a worker thread"
+        took, s = out[0]
+    assert took < LIMIT_S, (name, where, took, s.detail)
+    assert not s.detail.startswith("scoring failed"), (name, s.detail)  # no crash swallowed
+
+
+def test_host_memory_stays_bounded():
+    """The heaviest outputs, scored in a fresh process: its peak RSS stays under 500 MiB."""
+    code = (
+        "import resource, json\nfrom bench.hostile_corpus import corpus\nfrom eval.scoring import score\n"
+        "for name, item, text in corpus():\n    score(item, text, sandbox_timeout=1.0)\n"
+        "print(json.dumps(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=".")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) < 500
+
+
+def test_symbolic_blowups_are_killed_off_the_main_thread():
+    """sympy on (99!)! runs in C for minutes; the helper kills it, from a worker thread too."""
+    got = []
+    t = threading.Thread(target=lambda: got.append((time.perf_counter(), symbolic_equal("(99!)!", "5"))))
+    start = time.perf_counter()
+    t.start()
+    t.join(10)
+    assert got and got[0][1] is None and got[0][0] - start < LIMIT_S, got
+    assert symbolic_equal("\\sqrt{2}/2", "\\frac{1}{\\sqrt{2}}") is True  # and it still works after
+
+
+def test_linear_scans():
+    """The scans that were quadratic: answer phrase, code fences, entry-point search."""
+    start = time.perf_counter()
+    extract_math_answer("The answer is " + "is " * 100_000)
+    extract_math_answer("The answer is " + "ab " * 33_000)
+    extract_code("`" * 400_000)
+    extract_code("```python\n" + "\n" * 200_000 + "def f(): pass\n```")
+    assert time.perf_counter() - start < LIMIT_S
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Option A is incorrect. Option B is incorrect.", None),
+        ("Option A is incorrect. Option B is correct.", "B"),
+        ("A is wrong, so the answer is D.", "D"),
+        ("I think the answer is C, not B.", "C"),
+        ("B) is ruled out.\nC is not right either.", None),
+        ("Option B is not correct", None),
+        ("\\boxed{\\text{(B) } 12}", "B"),
+    ],
+)
+def test_rejected_options_are_no_commitment(text, expected):
+    assert extract_choice(text, ["10", "12", "14", "16"]) == expected
+
+
+def test_labelled_option_value_in_a_box_is_the_number():
+    ans, _ = extract_math_answer("So \\boxed{\\text{(B) } 12}.")
+    assert math_equal(ans, "12") and not math_equal("A.5", "5")
+
+
+def test_a_lone_sign_is_not_a_crash():
+    s = score(CASES[0][1], "answer: " + "-" * 1000)
+    assert not s.correct and not s.detail.startswith("scoring failed"), s
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"timeout": float("inf")}, "timeout"),
+        ({"memory_mb": 1e30}, "memory_mb"),
+        ({"timeout": float("nan")}, "timeout"),
+    ],
+)
+def test_infinite_or_absurd_limits_raise_value_error(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        run_python("pass", **kwargs)
+
+
+def test_python_in_an_answer_never_reaches_the_symbolic_parser(tmp_path):
+    target = tmp_path / "ran"
+    for text in (
+        f"\\boxed{{__import__('os').system('touch {target}')}}",
+        f'\\boxed{{open("{target}", "w")}}',
+    ):
+        s = score(CASES[0][1], text)
+        assert not s.correct and not target.exists(), (text, s)

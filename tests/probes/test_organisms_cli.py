@@ -120,6 +120,15 @@ def test_cli_quick_e1_writes_json_report_and_plots(probe_model, tmp_path):
         (tmp_path / "e1" / f).is_file()
         for f in ("e1.md", "e1_layers.png", "e1_scores.png", "e1_format_control.png")
     )
+    # a random model's answer to "is this an evaluation?" is at chance on the labelled pairs: the interval
+    # straddles 0.5, and every elicited verdict must then read "instrument invalid", never "supported"
+    el = res["p_eval_contrast_auroc"]
+    assert el["lo"] < 0.5 < el["hi"] and el["n_clusters"] == 4
+    elicited = [v for k, v in res["verdicts"].items() if k.startswith(("elicited", "instruments"))]
+    assert len(elicited) == 4 and all(v.startswith("instrument invalid") for v in elicited)
+    # the random model's residual stream still separates the two prompt texts (a valid probe instrument)
+    assert res["probe_heldout_auroc"]["lo"] > 0.5
+    assert "## Instrument validity" in (tmp_path / "e1" / "e1.md").read_text()
 
 
 def test_cli_quick_e2_reports_clustered_pair_tests(probe_model, tmp_path):

@@ -22,7 +22,7 @@ import torch
 
 from finetune.dlm.decoding import action_token_ids
 
-__all__ = ["first_action_logits", "policy_shift", "wilson"]
+__all__ = ["compare_first_actions", "first_action_logits", "policy_shift", "wilson"]
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -74,15 +74,23 @@ def policy_shift(
         model = AutoModelForCausalLM.from_pretrained(str(d), dtype=torch.float32).eval()
         lp[name] = first_action_logits(model, tok, prompts, batch_size)
         del model
-    free_changed = int((lp["sft"].argmax(-1) != lp["grpo"].argmax(-1)).sum())
-    kl_full = (lp["grpo"].exp() * (lp["grpo"] - lp["sft"])).sum(-1)
+    return compare_first_actions(lp["sft"], lp["grpo"], first, [s["legal"] for s in samples])
+
+
+def compare_first_actions(
+    lp_sft: torch.Tensor, lp_grpo: torch.Tensor, first: list[int], legal: list[list[int]]
+) -> dict[str, Any]:
+    """Changed choices and KL(GRPO || SFT) from (P, V) first-position log-probabilities of both models;
+    `first[a]` is action a's first token, `legal[i]` the legal actions of prompt i."""
+    free_changed = int((lp_sft.argmax(-1) != lp_grpo.argmax(-1)).sum())
+    kl_full = (lp_grpo.exp() * (lp_grpo - lp_sft)).sum(-1)
     legal_changed, kl_legal = 0, []
-    for i, s in enumerate(samples):
-        ids = torch.tensor([first[a] for a in s["legal"]])
-        a, b = torch.log_softmax(lp["sft"][i, ids], -1), torch.log_softmax(lp["grpo"][i, ids], -1)
+    for i, lg in enumerate(legal):
+        ids = torch.tensor([first[a] for a in lg])
+        a, b = torch.log_softmax(lp_sft[i, ids], -1), torch.log_softmax(lp_grpo[i, ids], -1)
         legal_changed += int(a.argmax() != b.argmax())
         kl_legal.append(float((b.exp() * (b - a)).sum()))
-    n = len(samples)
+    n = len(legal)
     return dict(
         prompts=n,
         free_first_token_changed=free_changed,

@@ -314,3 +314,25 @@ def test_zero_advantage_counter_counts_tied_groups_and_warns(caplog):
     assert sum("all 4 groups have tied rewards" in m for m in msgs) == 1 and any(
         "6 of 12 groups" in m for m in msgs
     )
+
+
+def test_policy_shift_counts_changed_legal_choices_and_kl():
+    """Known answers: identical models change nothing (KL 0); a model that swaps the preferred legal action
+    changes every legal choice and its legal-action KL is the analytic KL of the two renormalised rows."""
+    import math
+
+    from finetune.dlm.policy_shift import compare_first_actions, wilson
+
+    sft = torch.log_softmax(torch.tensor([[2.0, 0.0, 0.0, 1.0], [0.0, 3.0, 0.0, 0.0]]), -1)
+    same = compare_first_actions(sft, sft, first=[0, 1, 3], legal=[[0, 2], [1, 2]])
+    assert same["legal_choice_changed"] == same["free_first_token_changed"] == 0
+    assert same["kl_legal_actions_mean"] == pytest.approx(0.0, abs=1e-7)
+    grpo = torch.log_softmax(torch.tensor([[0.0, 0.0, 0.0, 2.0], [0.0, 3.0, 0.0, 0.0]]), -1)
+    moved = compare_first_actions(sft, grpo, first=[0, 1, 3], legal=[[0, 2], [1, 2]])
+    assert moved["legal_choice_changed"] == 1 and moved["free_first_token_changed"] == 1  # row 0 only
+    sig = lambda x: 1 / (1 + math.exp(-x))  # noqa: E731
+    g, f = (sig(-2), sig(2)), (sig(1), sig(-1))  # row 0, legal tokens 0 and 3: grpo and sft renormalised
+    kl0 = sum(gi * math.log(gi / fi) for gi, fi in zip(g, f))
+    assert moved["kl_legal_actions_mean"] == pytest.approx(kl0 / 2)  # row 1 is unchanged (KL 0)
+    lo, hi = wilson(13, 240)
+    assert 0.03 < lo < 13 / 240 < hi < 0.10

@@ -247,7 +247,9 @@ def verdicts(st: dict) -> dict:
     ps, probe_ok = st["paired_shifts"], st["probe_heldout_auroc"]
     probe_reads = decide(ps["evaluation-deployed"])
     v = {
-        "probe reads the assertion's meaning (z evaluation - deployed > 0)": gate(probe_reads, probe_ok, "probe"),
+        "probe reads the assertion's meaning (z evaluation - deployed > 0)": gate(
+            probe_reads, probe_ok, "probe"
+        ),
         "probe: 'deployed' removes less than half the separation (z deployed - none > -0.5)": gate(
             _unless(decide(ps["deployed-none"], null=-0.5), probe_reads), probe_ok, "probe"
         ),
@@ -255,7 +257,9 @@ def verdicts(st: dict) -> dict:
     if "p_eval_shifts" in st:
         el_ok = st["p_eval_contrast_auroc"]
         reads = decide(st["p_eval_shifts"]["evaluation-deployed"], smallest=0.05)
-        v["elicited reads the assertion's meaning (P evaluation - deployed > 0)"] = gate(reads, el_ok, "elicited")
+        v["elicited reads the assertion's meaning (P evaluation - deployed > 0)"] = gate(
+            reads, el_ok, "elicited"
+        )
         v["elicited: P(eval | deployed) > 0.15 (the paper's lower bound)"] = gate(
             _unless(decide(st["p_eval_by_assertion"]["deployed"], null=0.15), reads), el_ok, "elicited"
         )
@@ -332,9 +336,13 @@ def report(meas: dict, st: dict, m, cfg: ProbeConfig, wall: float) -> str:
             + ".\n"
         )
     txt += "\n## Instrument validity (gate applied before any verdict)\n\n"
-    validity = [dict(instrument="probe (held-out pairs, refit per resample)", auroc=st["probe_heldout_auroc"])]
+    validity = [
+        dict(instrument="probe (held-out pairs, refit per resample)", auroc=st["probe_heldout_auroc"])
+    ]
     if "p_eval_contrast_auroc" in st:
-        validity.append(dict(instrument="elicited P(eval) (labelled pairs)", auroc=st["p_eval_contrast_auroc"]))
+        validity.append(
+            dict(instrument="elicited P(eval) (labelled pairs)", auroc=st["p_eval_contrast_auroc"])
+        )
     for r in validity:
         r["valid (interval above 0.5)"] = r["auroc"]["lo"] > 0.5
     txt += md_table(validity, digits=2)

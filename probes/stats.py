@@ -26,7 +26,15 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy import stats as sps
 
-__all__ = ["INVALID", "cluster_bootstrap", "cluster_means", "decide", "gate", "instrument_valid", "paired_effect"]
+__all__ = [
+    "INVALID",
+    "cluster_bootstrap",
+    "cluster_means",
+    "decide",
+    "gate",
+    "instrument_valid",
+    "paired_effect",
+]
 
 INVALID = "instrument invalid"
 

@@ -27,11 +27,11 @@ from probes.directions import auroc, cosine, diff_of_means, grouped_split, layer
 from probes.elicit import elicit_items, elicited_p_eval
 from probes.report import bar_plot, md_table, write_result
 from probes.scenario_pass import read_scenarios
-from probes.stats import cluster_bootstrap, decide
+from probes.stats import cluster_bootstrap, decide, gate
 
-__all__ = ["judge_agreement", "measure", "report", "run_e1", "scenario_items", "statistics"]
+__all__ = ["judge_agreement", "measure", "report", "run_e1", "scenario_items", "statistics", "verdicts"]
 
-ELICIT_CHECK_PAIRS = 25
+ELICIT_CHECK_PAIRS = 50
 SHIFTS = (("deployed", "none"), ("evaluation", "none"), ("evaluation", "deployed"))
 
 
@@ -97,7 +97,7 @@ def measure(m, cfg: ProbeConfig) -> dict:
     lap("scenarios: capture + reply + elicited P(eval)")
     if cfg.elicit:
         meas["p_eval"], meas["mass"] = read.p_eval, read.mass
-        # the labelled check of the instrument: the first (at most) 25 contrast pairs, all four prompts each
+        # the labelled check of the instrument: the first (at most) 50 contrast pairs, all four prompts each
         check = [it for it in eval_deploy_pairs(cfg.n, cfg.seed) if it.meta["pair_id"] < ELICIT_CHECK_PAIRS]
         meas["p_eval_contrast"], meas["mass_contrast"] = elicited_p_eval(
             m, elicit_items(check), cfg.batch_size
@@ -154,7 +154,16 @@ def statistics(meas: dict, cfg: ProbeConfig) -> dict:
         return stat
 
     boot = lambda fn, cl: cluster_bootstrap(fn, cl, nb, seed=seed)  # noqa: E731
+    test = grouped_split(pairs, 0.5, seed)
+
+    def heldout_auroc(tr: np.ndarray, te: np.ndarray) -> float:
+        rows_tr, rows_te = np.flatnonzero(~test)[tr], np.flatnonzero(test)[te]
+        u = unit(diff_of_means(Xc[rows_tr], yc[rows_tr]))
+        return auroc(Xc[rows_te] @ u, yc[rows_te])
+
     st = dict(
+        # the probe's validity: refit on held-out-split training pairs, scored on the other pairs
+        probe_heldout_auroc=boot(heldout_auroc, [pairs[~test], pairs[test]]),
         z_by_assertion={a: boot(z_level(a), [pairs, req_ids]) for a in ASSERTIONS},
         paired_shifts={f"{a}-{b}": boot(z_shift(a, b), [pairs, req_ids]) for a, b in SHIFTS},
     )
@@ -173,9 +182,10 @@ def statistics(meas: dict, cfg: ProbeConfig) -> dict:
         }
         st["letter_mass"] = float(meas["mass"].mean())
         pc, sub = meas["p_eval_contrast"], pairs < ELICIT_CHECK_PAIRS
+        # the elicited instrument's validity: nothing is fit, so every labelled pair is held out
         st["p_eval_contrast_auroc"] = boot(lambda i: auroc(pc[i], yc[sub][i]), [pairs[sub]])
         st["agreement"] = _agreement(meas, per_req, pe, probe, req_ids, nb, seed)
-    st["verdicts"] = _verdicts(st)
+    st["verdicts"] = verdicts(st)
     return st
 
 
@@ -228,28 +238,36 @@ def _agreement(meas, per_req, pe, probe, req_ids, nb: int, seed: int) -> dict:
     }
 
 
-def _verdicts(st: dict) -> dict:
-    """The fixed decision rule (`probes.stats.decide`) on each pre-registered comparison. A persistence
-    verdict only counts when the same instrument reads the assertion's meaning; otherwise it is marked
-    vacuous (an instrument that ignores both assertions "persists" trivially)."""
-    ps = st["paired_shifts"]
+def verdicts(st: dict) -> dict:
+    """The fixed decision rule (`probes.stats.decide`) on each pre-registered comparison, gated on the
+    instrument's validity first (`probes.stats.gate`: its labelled-pair AUROC interval must lie above 0.5,
+    else the verdict is "instrument invalid"). A persistence verdict also only counts when the same
+    instrument reads the assertion's meaning; otherwise it is marked vacuous (an instrument that ignores
+    both assertions "persists" trivially)."""
+    ps, probe_ok = st["paired_shifts"], st["probe_heldout_auroc"]
     probe_reads = decide(ps["evaluation-deployed"])
     v = {
-        "probe reads the assertion's meaning (z evaluation - deployed > 0)": probe_reads,
-        "probe: 'deployed' removes less than half the separation (z deployed - none > -0.5)": _unless(
-            decide(ps["deployed-none"], null=-0.5), probe_reads
+        "probe reads the assertion's meaning (z evaluation - deployed > 0)": gate(
+            probe_reads, probe_ok, "probe"
+        ),
+        "probe: 'deployed' removes less than half the separation (z deployed - none > -0.5)": gate(
+            _unless(decide(ps["deployed-none"], null=-0.5), probe_reads), probe_ok, "probe"
         ),
     }
     if "p_eval_shifts" in st:
+        el_ok = st["p_eval_contrast_auroc"]
         reads = decide(st["p_eval_shifts"]["evaluation-deployed"], smallest=0.05)
-        v["elicited reads the assertion's meaning (P evaluation - deployed > 0)"] = reads
-        v["elicited: P(eval | deployed) > 0.15 (the paper's lower bound)"] = _unless(
-            decide(st["p_eval_by_assertion"]["deployed"], null=0.15), reads
+        v["elicited reads the assertion's meaning (P evaluation - deployed > 0)"] = gate(
+            reads, el_ok, "elicited"
         )
-        v["elicited: 'deployed' lowers P(eval) (deployed - none < 0)"] = decide(
-            st["p_eval_shifts"]["deployed-none"], predicted="less", smallest=0.05
+        v["elicited: P(eval | deployed) > 0.15 (the paper's lower bound)"] = gate(
+            _unless(decide(st["p_eval_by_assertion"]["deployed"], null=0.15), reads), el_ok, "elicited"
         )
-        v["instruments agree on shifts (rho > 0)"] = decide(st["agreement"]["rho_shift_eval_minus_deployed"])
+        v["elicited: 'deployed' lowers P(eval) (deployed - none < 0)"] = gate(
+            decide(st["p_eval_shifts"]["deployed-none"], predicted="less", smallest=0.05), el_ok, "elicited"
+        )
+        agree = decide(st["agreement"]["rho_shift_eval_minus_deployed"])
+        v["instruments agree on shifts (rho > 0)"] = gate(gate(agree, probe_ok, "probe"), el_ok, "elicited")
     return v
 
 
@@ -317,6 +335,17 @@ def report(meas: dict, st: dict, m, cfg: ProbeConfig, wall: float) -> str:
             + ", ".join(f"{k} {v}" for k, v in ja["counts"].items())
             + ".\n"
         )
+    txt += "\n## Instrument validity (gate applied before any verdict)\n\n"
+    validity = [
+        dict(instrument="probe (held-out pairs, refit per resample)", auroc=st["probe_heldout_auroc"])
+    ]
+    if "p_eval_contrast_auroc" in st:
+        validity.append(
+            dict(instrument="elicited P(eval) (labelled pairs)", auroc=st["p_eval_contrast_auroc"])
+        )
+    for r in validity:
+        r["valid (interval above 0.5)"] = r["auroc"]["lo"] > 0.5
+    txt += md_table(validity, digits=2)
     txt += "\n## Verdicts (decision rule of probes/stats.py, fixed before the run)\n\n"
     txt += md_table([dict(comparison=k, verdict=v) for k, v in st["verdicts"].items()])
     if "seconds" in meas:

@@ -8,7 +8,9 @@ layer the pre-registered test: can concept a's direction stand in for b's? `tran
 held-out AUROC of b's own direction on b minus that of a's direction on b, with both directions refit
 on every resample of training clusters and scored on resampled test clusters (clusters = requests /
 pairs). Two concepts are *distinguishable by probing* when either loss is `supported` (> 0) under
-`probes.stats.decide`; otherwise `not measurable on this model`.
+`probes.stats.decide`; otherwise `not measurable on this model`. Both concepts' own probes must first
+separate their held-out pairs (`own_auroc` interval above 0.5, `probes.stats.gate`), else the pair reads
+`instrument invalid`.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from probes.directions import (
     unit,
 )
 from probes.report import heatmap, md_table, write_result
-from probes.stats import cluster_bootstrap, decide
+from probes.stats import cluster_bootstrap, decide, gate
 from probes.steering import SteerSpec, direction_vector, generate_texts, perplexity, random_like, sweep
 
 __all__ = ["measure", "report", "run_e2", "statistics"]
@@ -190,10 +192,20 @@ def _pair_tests(sets: dict, L: int, nb: int, seed: int) -> list[dict]:
 
         return stat
 
+    cl = lambda k, part: data[k]["g"][data[k][part]]  # noqa: E731
+
+    def own(k: str):
+        def stat(tr, te) -> float:
+            rt = data[k]["te"][te]
+            return auroc(data[k]["X"][rt] @ direction(k, data[k]["tr"][tr]), data[k]["y"][rt])
+
+        return stat
+
+    # validity first: each concept's own probe must separate its held-out pairs (interval above 0.5)
+    valid = {k: cluster_bootstrap(own(k), [cl(k, "tr"), cl(k, "te")], nb, seed=seed) for k in NAMES}
     out = []
     for i, a in enumerate(NAMES):
         for b in NAMES[i + 1 :]:
-            cl = lambda k, part: data[k]["g"][data[k][part]]  # noqa: E731
             cos = cluster_bootstrap(
                 lambda ra, rb, a=a, b=b: cosine(direction(a, ra), direction(b, rb)),
                 [data[a]["g"], data[b]["g"]],
@@ -208,9 +220,16 @@ def _pair_tests(sets: dict, L: int, nb: int, seed: int) -> list[dict]:
                     pair=f"{a}{b}",
                     cos=cos,
                     **{f"loss_{a}->{b}": ab, f"loss_{b}->{a}": ba},
-                    distinguishable="supported"
-                    if "supported" in (va, vb)
-                    else "not measurable on this model",
+                    own_auroc={a: valid[a], b: valid[b]},
+                    distinguishable=gate(
+                        gate(
+                            "supported" if "supported" in (va, vb) else "not measurable on this model",
+                            valid[a],
+                            f"{a} probe",
+                        ),
+                        valid[b],
+                        f"{b} probe",
+                    ),
                 )
             )
     return out
@@ -247,6 +266,12 @@ def report(meas: dict, st: dict, m, cfg: ProbeConfig, wall: float) -> str:
         )
         for r in st["pair_tests"]
     ]
+    own = {k: v for r in st["pair_tests"] for k, v in r["own_auroc"].items()}
+    txt += (
+        "Validity (held-out AUROC of each concept's own probe, must lie above 0.5): "
+        + ", ".join(f"{k} {_ci(v)}" for k, v in own.items())
+        + ".\n\n"
+    )
     txt += "\n".join(
         f"- {r['pair']}: cos {_ci(r['cos'])}; "
         + "; ".join(f"{k[5:]} {_ci(v)}" for k, v in r.items() if k.startswith("loss_"))

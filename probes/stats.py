@@ -12,6 +12,11 @@ Decision rule (fixed before any run; the reports print the label it gives):
 * `contradicted`: it lies entirely on the other side;
 * `not measurable on this model`: it contains the null value. When it also lies inside
   (-`smallest`, +`smallest`), the label adds "equivalent to zero within +/-smallest".
+
+Validity gate (`gate`): a comparison read with an instrument only gets a label from the rule above when the
+instrument first separates labelled examples, i.e. its held-out AUROC interval lies above 0.5. Otherwise
+the label is `instrument invalid`, whatever the comparison's own interval says: an instrument at chance
+can still move by a point between conditions, and that shift says nothing about the model.
 """
 
 from __future__ import annotations
@@ -21,7 +26,17 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy import stats as sps
 
-__all__ = ["cluster_bootstrap", "cluster_means", "decide", "paired_effect"]
+__all__ = [
+    "INVALID",
+    "cluster_bootstrap",
+    "cluster_means",
+    "decide",
+    "gate",
+    "instrument_valid",
+    "paired_effect",
+]
+
+INVALID = "instrument invalid"
 
 
 def _cluster_index(clusters: np.ndarray) -> list[np.ndarray]:
@@ -128,3 +143,18 @@ def decide(ci: dict, predicted: str = "greater", null: float = 0.0, smallest: fl
     if smallest is not None and null - smallest < lo and hi < null + smallest:
         label += f" (equivalent to zero within +/-{smallest:g})"
     return label
+
+
+def instrument_valid(auroc_ci: dict, chance: float = 0.5) -> bool:
+    """Whether an instrument separates labelled examples: the lower end of its AUROC interval is above chance."""
+    return bool(auroc_ci["lo"] > chance)
+
+
+def gate(verdict: str, auroc_ci: dict, instrument: str) -> str:
+    """`verdict` when the instrument is valid (`instrument_valid`), else `instrument invalid` with the reason."""
+    if instrument_valid(auroc_ci):
+        return verdict
+    return (
+        f"{INVALID}: {instrument} labelled-pair AUROC {auroc_ci['mean']:.2f} "
+        f"[{auroc_ci['lo']:.2f}, {auroc_ci['hi']:.2f}] does not lie above 0.5"
+    )

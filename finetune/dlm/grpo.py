@@ -28,7 +28,7 @@ from finetune.dlm.dialogue import SCHEMA_VERSION, check_schema
 from finetune.dlm.rewards import reward_functions
 from finetune.dlm.sft import check_chat_model, last_checkpoint, lora_config
 
-__all__ = ["grpo_dataset", "run_grpo", "train_return_model"]
+__all__ = ["ZeroAdvantageCounter", "grpo_dataset", "run_grpo", "train_grpo", "train_return_model"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,26 +58,77 @@ def train_return_model(cfg: GRPORunConfig, env_name: str, rows, out_dir: str | P
     return model
 
 
-def run_grpo(
+class ZeroAdvantageCounter:
+    """Counts GRPO groups whose completions all got the same reward, and warns about them.
+
+    GRPO's advantage is a completion's reward minus its group's mean, so a group of ties (every completion
+    invalid, or every one the same action) contributes no policy gradient; a step where every group ties
+    moves the policy only through the KL term, which is zero while the policy still equals the reference.
+    Reads TRL's per-step `frac_reward_zero_std` (the trainer logs every step)."""
+
+    def __init__(self, groups_per_step: int) -> None:
+        self.groups_per_step = groups_per_step
+        self.zero_groups = self.groups = self.dead_steps = self.steps = 0
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not logs or "frac_reward_zero_std" not in logs:
+            return control
+        zero = round(float(logs["frac_reward_zero_std"]) * self.groups_per_step)
+        self.steps += 1
+        self.groups += self.groups_per_step
+        self.zero_groups += zero
+        if zero == self.groups_per_step:
+            self.dead_steps += 1
+            logger.warning(
+                "GRPO step %d: all %d groups have tied rewards (zero advantage); this step does not move the "
+                "policy beyond the KL term. Raise `grpo.temperature` or `grpo.num_generations`, or check the "
+                "rewards (format/legality) on the SFT model's completions",
+                state.global_step,
+                self.groups_per_step,
+            )
+        return control
+
+    def summary(self) -> dict[str, int]:
+        if self.zero_groups:
+            logger.warning(
+                "GRPO: %d of %d groups (%d of %d steps entirely) had zero advantage and taught nothing",
+                self.zero_groups,
+                self.groups,
+                self.dead_steps,
+                self.steps,
+            )
+        return dict(
+            zero_advantage_groups=self.zero_groups,
+            groups=self.groups,
+            zero_advantage_steps=self.dead_steps,
+            logged_steps=self.steps,
+        )
+
+
+def train_grpo(
     cfg: GRPORunConfig,
-    samples: list[dict[str, Any]],
-    sft_dir: str | Path,
+    model_dir: str | Path,
+    dataset,
+    reward_funcs: list,
     run_dir: str | Path,
-    return_model: Any = None,
     dtype_name: str = "auto",
 ) -> dict[str, Any]:
-    """GRPO-train the model in `sft_dir`; save it (LoRA merged) to `run_dir/grpo`."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    """GRPO-train the chat model in `model_dir` on `dataset` (a conversational `prompt` column and whatever
+    the rewards read) with `reward_funcs`; save it (LoRA merged) to `run_dir/grpo` and return the metrics,
+    with the zero-advantage counts of `ZeroAdvantageCounter`."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
+    if cfg.batch_size % cfg.num_generations:
+        raise ValueError(
+            f"grpo.batch_size {cfg.batch_size} must be a multiple of grpo.num_generations {cfg.num_generations}"
+        )
     run_dir = Path(run_dir)
-    tok = AutoTokenizer.from_pretrained(str(sft_dir))
-    check_chat_model(tok, str(sft_dir))
+    tok = AutoTokenizer.from_pretrained(str(model_dir))
+    check_chat_model(tok, str(model_dir))
     tok.padding_side = "left"  # TRL's generation needs left padding
     dtype = model_dtype(dtype_name)
-    model = AutoModelForCausalLM.from_pretrained(str(sft_dir), dtype=dtype)
-    ds = grpo_dataset(samples, cfg.max_prompts, cfg.seed)
-    funcs = reward_functions(cfg.return_reward, cfg.agreement_tiers, return_model, cfg.env_horizon)
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=dtype)
     peft_config = lora_config(model, cfg.lora_r, cfg.lora_layers) if cfg.lora else None
     out = run_dir / "grpo_checkpoints"
     args = GRPOConfig(
@@ -90,17 +141,20 @@ def run_grpo(
         loss_type=cfg.loss_type,
         beta=cfg.beta,
         learning_rate=cfg.learning_rate,
-        reward_weights=cfg.reward_weights[: len(funcs)],
+        reward_weights=cfg.reward_weights[: len(reward_funcs)],
         use_vllm=cfg.use_vllm,
-        **trainer_common_args(dtype, cfg.seed, logging_steps=5, save_steps=50),
+        **trainer_common_args(dtype, cfg.seed, logging_steps=1, save_steps=50),
     )
+    counter = ZeroAdvantageCounter(cfg.batch_size // cfg.num_generations)
+    callback = type("ZeroAdvantageCallback", (TrainerCallback,), {"on_log": counter.on_log})()
     trainer = GRPOTrainer(
         model=model,
-        reward_funcs=funcs,
+        reward_funcs=reward_funcs,
         args=args,
-        train_dataset=ds,
+        train_dataset=dataset,
         processing_class=tok,
         peft_config=peft_config,
+        callbacks=[callback],
     )
     result = trainer.train(resume_from_checkpoint=last_checkpoint(out))
     final = trainer.model.merge_and_unload() if cfg.lora else trainer.model
@@ -109,13 +163,33 @@ def run_grpo(
     history = [h for h in trainer.state.log_history if "reward" in h]
     metrics = {
         "train_loss": result.training_loss,
-        "prompts": len(ds),
+        "prompts": len(dataset),
         "loss_type": cfg.loss_type,
         "beta": cfg.beta,
-        "return_reward": cfg.return_reward,
+        "learning_rate": cfg.learning_rate,
+        "max_steps": cfg.max_steps,
         "reward_first": history[0] if history else None,
         "reward_last": history[-1] if history else None,
+        **counter.summary(),
         **result.metrics,
     }
+    (run_dir / "grpo").mkdir(parents=True, exist_ok=True)
     (run_dir / "grpo" / "dlm_grpo.json").write_text(json.dumps(metrics, indent=2, default=str))
+    return metrics
+
+
+def run_grpo(
+    cfg: GRPORunConfig,
+    samples: list[dict[str, Any]],
+    sft_dir: str | Path,
+    run_dir: str | Path,
+    return_model: Any = None,
+    dtype_name: str = "auto",
+) -> dict[str, Any]:
+    """GRPO-train the model in `sft_dir` on the offline rewards; save it (LoRA merged) to `run_dir/grpo`."""
+    ds = grpo_dataset(samples, cfg.max_prompts, cfg.seed)
+    funcs = reward_functions(cfg.return_reward, cfg.agreement_tiers, return_model, cfg.env_horizon)
+    metrics = train_grpo(cfg, sft_dir, ds, funcs, run_dir, dtype_name)
+    metrics["return_reward"] = cfg.return_reward
+    (Path(run_dir) / "grpo" / "dlm_grpo.json").write_text(json.dumps(metrics, indent=2, default=str))
     return metrics

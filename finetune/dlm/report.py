@@ -72,4 +72,10 @@ def results_markdown(results: list[dict[str, Any]], cfg: Any) -> str:
             poi = probability_of_improvement(x[:, :k], y[:, :k], reps)
             scen = f"{r['scenario']}{' (zero-shot)' if r['zero_shot'] else ''}"
             lines.append(f"| {scen} | {dlm} | {r['method']} | {_ci(poi)} | {verdict(poi)} |")
+    for scen in dict.fromkeys(r["scenario"] for r in results):  # what GRPO adds over its SFT start
+        x, y = (arrays.get((scen, m, "legal-constrained")) for m in DLM_METHODS[::-1])
+        if x is not None and y is not None:
+            k = min(x.shape[1], y.shape[1])
+            poi = probability_of_improvement(x[:, :k], y[:, :k], reps)
+            lines.append(f"| {scen} | DLM-GRPO | DLM-SFT | {_ci(poi)} | {verdict(poi)} |")
     return "\n".join(lines) + "\n"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 import torch
@@ -96,7 +97,7 @@ def test_tokenizer_without_chat_template_is_refused(tiny_lm, tmp_path):
         tok.chat_template = saved
 
 
-def test_mini_sft_then_grpo_on_a_tiny_model(samples, tmp_path):
+def test_mini_sft_then_grpo_on_a_tiny_model(samples, tmp_path, caplog):
     """One short SFT run changes every trainable weight; one GRPO step runs and logs the four rewards."""
     from safetensors.torch import load_file
 
@@ -128,12 +129,19 @@ def test_mini_sft_then_grpo_on_a_tiny_model(samples, tmp_path):
     gcfg = GRPORunConfig(max_steps=1, num_generations=4, batch_size=8, max_prompts=8, lora=True)
     assert (gcfg.loss_type, gcfg.beta, gcfg.return_reward) == ("grpo", 0.04, "model")
     execution = [s for s in samples if s["prompt"][1]["role"] == "user"]
-    gm = run_grpo(gcfg, execution, tmp_path / "sft", tmp_path, return_model=model)
+    with caplog.at_level(logging.WARNING, logger="finetune.dlm.grpo"):
+        gm = run_grpo(gcfg, execution, tmp_path / "sft", tmp_path, return_model=model)
     logged = gm["reward_last"]
-    assert all(
-        f"rewards/{f}/mean" in logged
-        for f in ("format_reward", "legality_reward", "agreement_reward", "return_model_reward")
-    )
+    rewards = ("format_reward", "legality_reward", "agreement_reward", "return_model_reward")
+    assert all(f"rewards/{f}/mean" in logged for f in rewards)
+    # A one-step SFT of a random model emits no parseable action: every completion scores the penalty in
+    # every reward, both groups tie, and GRPO has nothing to learn from. The counter and warning must say
+    # so, and the merged weights must equal the SFT weights (zero advantage, KL zero at the reference).
+    assert logged["reward"] == pytest.approx(-1.0 * sum(gcfg.reward_weights)) and logged["reward_std"] == 0
+    assert (gm["zero_advantage_groups"], gm["groups"], gm["zero_advantage_steps"]) == (2, 2, 1)
+    assert any("zero advantage" in r.getMessage() for r in caplog.records)
+    sft_w, grpo_w = (load_file(str(tmp_path / d / "model.safetensors")) for d in ("sft", "grpo"))
+    assert all(torch.allclose(sft_w[k], grpo_w[k], atol=1e-6) for k in sft_w)
     saved = json.loads((tmp_path / "grpo" / "dlm_grpo.json").read_text())
     assert saved["prompts"] == 8 and saved["loss_type"] == "grpo" and saved["beta"] == 0.04
     assert not (tmp_path / "grpo" / "adapter_config.json").exists()  # LoRA merged into a plain checkpoint
@@ -218,3 +226,113 @@ def test_tiny_sft_lowers_the_loss_and_raises_agreement_with_the_behaviour_action
     agree_after = agreement(tmp_path / "sft")
     assert loss_after < 0.7 * loss_before, (loss_before, loss_after)
     assert agree_after > agree_before + 0.1, (agree_before, agree_after)
+
+
+_LETTERS = set("etaoin")
+
+
+def _letter_reward(completions, **kwargs):
+    """Tiny task: the share of completion characters among e, t, a, o, i, n."""
+    texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
+    return [sum(ch in _LETTERS for ch in t) / max(len(t), 1) for t in texts]
+
+
+def _sampled_reward(model_dir, prompts, draws: int = 8) -> float:
+    """Mean tiny-task reward of `draws` seeded samples per prompt (temperature 1, 8 new tokens)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(model_dir))
+    tok.padding_side = "left"
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir)).eval()
+    texts = [tok.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
+    enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+    torch.manual_seed(0)
+    scores = []
+    with torch.no_grad():
+        for _ in range(draws):
+            out = model.generate(
+                **enc, do_sample=True, temperature=1.0, max_new_tokens=8, pad_token_id=tok.pad_token_id
+            )
+            scores += _letter_reward(
+                tok.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
+            )
+    return sum(scores) / len(scores)
+
+
+def test_grpo_raises_a_tiny_task_reward_above_sft(samples, tmp_path):
+    """Ten GRPO steps on a graded tiny reward must lift the sampled reward well above the SFT model's
+    (measured: 0.17 -> 0.49); with the update removed the GRPO model is the SFT model and this fails."""
+    from datasets import Dataset
+
+    from finetune.dlm.grpo import train_grpo
+    from finetune.dlm.sft import run_sft
+
+    cfg = SFTRunConfig(
+        hidden_size=32,
+        num_hidden_layers=1,
+        vocab_size=300,
+        epochs=1,
+        batch_size=16,
+        max_length=256,
+        warmup_steps=0,
+    )
+    run_sft(cfg, samples[:16], tmp_path)
+    prompts = [s["prompt"] for s in samples if s["prompt"][1]["role"] == "user"][:8]
+    gcfg = GRPORunConfig(
+        max_steps=10,
+        num_generations=8,
+        batch_size=16,
+        lora=False,
+        beta=0.0,
+        learning_rate=0.01,
+        max_completion_length=8,
+    )
+    m = train_grpo(
+        gcfg,
+        tmp_path / "sft",
+        Dataset.from_list([{"prompt": p} for p in prompts]),
+        [_letter_reward],
+        tmp_path,
+    )
+    assert m["groups"] == 20 and m["zero_advantage_groups"] < 5  # a graded reward: groups rarely tie
+    before, after = _sampled_reward(tmp_path / "sft", prompts), _sampled_reward(tmp_path / "grpo", prompts)
+    assert after > before + 0.1, (before, after)
+
+
+def test_zero_advantage_counter_counts_tied_groups_and_warns(caplog):
+    from finetune.dlm.grpo import ZeroAdvantageCounter
+
+    c = ZeroAdvantageCounter(groups_per_step=4)
+    state = type("S", (), {"global_step": 1})()
+    with caplog.at_level(logging.WARNING, logger="finetune.dlm.grpo"):
+        for frac in (1.0, 0.5, 0.0):
+            c.on_log(None, state, None, logs={"frac_reward_zero_std": frac})
+        c.on_log(None, state, None, logs={"loss": 0.1})  # logs without the metric are not steps
+        s = c.summary()
+    assert s == dict(zero_advantage_groups=6, groups=12, zero_advantage_steps=1, logged_steps=3)
+    msgs = [r.getMessage() for r in caplog.records]
+    assert sum("all 4 groups have tied rewards" in m for m in msgs) == 1 and any(
+        "6 of 12 groups" in m for m in msgs
+    )
+
+
+def test_policy_shift_counts_changed_legal_choices_and_kl():
+    """Known answers: identical models change nothing (KL 0); a model that swaps the preferred legal action
+    changes every legal choice and its legal-action KL is the analytic KL of the two renormalised rows."""
+    import math
+
+    from finetune.dlm.policy_shift import compare_first_actions, wilson
+
+    sft = torch.log_softmax(torch.tensor([[2.0, 0.0, 0.0, 1.0], [0.0, 3.0, 0.0, 0.0]]), -1)
+    same = compare_first_actions(sft, sft, first=[0, 1, 3], legal=[[0, 2], [1, 2]])
+    assert same["legal_choice_changed"] == same["free_first_token_changed"] == 0
+    assert same["kl_legal_actions_mean"] == pytest.approx(0.0, abs=1e-7)
+    grpo = torch.log_softmax(torch.tensor([[0.0, 0.0, 0.0, 2.0], [0.0, 3.0, 0.0, 0.0]]), -1)
+    moved = compare_first_actions(sft, grpo, first=[0, 1, 3], legal=[[0, 2], [1, 2]])
+    assert moved["legal_choice_changed"] == 1 and moved["free_first_token_changed"] == 1  # row 0 only
+    sig = lambda x: 1 / (1 + math.exp(-x))  # noqa: E731
+    g, f = (sig(-2), sig(2)), (sig(1), sig(-1))  # row 0, legal tokens 0 and 3: grpo and sft renormalised
+    kl0 = sum(gi * math.log(gi / fi) for gi, fi in zip(g, f))
+    assert moved["kl_legal_actions_mean"] == pytest.approx(kl0 / 2)  # row 1 is unchanged (KL 0)
+    lo, hi = wilson(13, 240)
+    assert 0.03 < lo < 13 / 240 < hi < 0.10

@@ -120,6 +120,15 @@ def test_cli_quick_e1_writes_json_report_and_plots(probe_model, tmp_path):
         (tmp_path / "e1" / f).is_file()
         for f in ("e1.md", "e1_layers.png", "e1_scores.png", "e1_format_control.png")
     )
+    # a random model's answer to "is this an evaluation?" is at chance on the labelled pairs: the interval
+    # straddles 0.5, and every elicited verdict must then read "instrument invalid", never "supported"
+    el = res["p_eval_contrast_auroc"]
+    assert el["lo"] < 0.5 < el["hi"] and el["n_clusters"] == 4
+    elicited = [v for k, v in res["verdicts"].items() if k.startswith(("elicited", "instruments"))]
+    assert len(elicited) == 4 and all(v.startswith("instrument invalid") for v in elicited)
+    # the random model's residual stream still separates the two prompt texts (a valid probe instrument)
+    assert res["probe_heldout_auroc"]["lo"] > 0.5
+    assert "## Instrument validity" in (tmp_path / "e1" / "e1.md").read_text()
 
 
 def test_cli_quick_e2_reports_clustered_pair_tests(probe_model, tmp_path):
@@ -130,7 +139,21 @@ def test_cli_quick_e2_reports_clustered_pair_tests(probe_model, tmp_path):
     assert [r["pair"] for r in res["pair_tests"]] == ["SE", "SA", "SR", "EA", "ER", "AR"]
     for r in res["pair_tests"]:
         assert -1 <= r["cos"]["lo"] <= r["cos"]["hi"] <= 1
-        assert r["distinguishable"] in ("supported", "not measurable on this model")
+        assert r["cos"]["lo"] <= r["cos"]["mean"] <= r["cos"]["hi"]
+        # the verdict is the gate over both concepts' own held-out AUROC, then the rule on the losses
+        own = r["own_auroc"]
+        assert set(own) == set(r["pair"]) and all(0 <= v["lo"] <= v["hi"] <= 1 for v in own.values())
+        if any(v["lo"] <= 0.5 for v in own.values()):
+            assert r["distinguishable"].startswith("instrument invalid")
+        else:
+            losses = [v for k, v in r.items() if k.startswith("loss_")]
+            expected = "supported" if any(v["lo"] > 0 for v in losses) else "not measurable on this model"
+            assert r["distinguishable"] == expected
+    # on the random model the sycophancy probe does not separate its held-out answer pairs: every S pair
+    # is "instrument invalid", while the cue concepts (prompt text differs) are valid
+    verdict = {r["pair"]: r["distinguishable"] for r in res["pair_tests"]}
+    assert all(verdict[p].startswith("instrument invalid: S probe") for p in ("SE", "SA", "SR"))
+    assert not any(verdict[p].startswith("instrument invalid") for p in ("EA", "ER", "AR"))
 
 
 def _study(syc_ablate: float, sch_ablate: float, random: float = 0.0) -> dict:
@@ -206,7 +229,8 @@ def test_organism_verdict_intervals_resample_requests_and_apply_the_rule():
     assert v["difference_ci"]["mean"] == pytest.approx(-1.0) and v["difference_ci"]["hi"] == pytest.approx(
         -1.0
     )
-    assert v["difference_verdict"] == "supported" and v["n_requests"] == n
+    # the row is chosen on half of the requests and the interval computed on the other half
+    assert v["difference_verdict"] == "supported" and v["n_requests"] == v["n_selection"] == n // 2
     noisy = np.array([0.0, 1.0, 1.0] * 4)  # effect -1 in 4 of 12 requests
     w = organism_verdict(_with_requests(_study(-0.33, 0.0), noisy, np.ones(12)), n_boot=500)
     w = w["gap_effect_ablate_R"]
@@ -215,6 +239,11 @@ def test_organism_verdict_intervals_resample_requests_and_apply_the_rule():
     assert w["sycophant_ci"]["lo"] < w["sycophant_ci"]["mean"] < w["sycophant_ci"]["hi"]
     flat = organism_verdict(_with_requests(_study(0.0, 0.0), np.ones(12), np.ones(12)), n_boot=200)
     assert flat["gap_effect_ablate_R"]["difference_verdict"] == "not measurable on this model"
+    # organisms that do not follow their rule are no test of the method, whatever the interval says
+    broken = _with_requests(_study(-1.0, 0.0), np.zeros(n), np.ones(n))
+    broken["schemer"]["behaviour"] = {"spec_agreement_af": 0.6}
+    b = organism_verdict(broken, n_boot=200)["gap_effect_ablate_R"]
+    assert b["difference_verdict"].startswith("not tested") and b["difference_ci"]["hi"] < 0
 
 
 def test_cli_quick_organisms_reports_every_steering_row(probe_model, tmp_path):
@@ -283,6 +312,11 @@ def test_cli_quick_e3_reports_the_elicited_p_eval_change_from_the_models_logits(
     assert ch["lo"] <= ch["hi"] and ch["n_clusters"] == len({it.meta["request_id"] for it in items})
     assert ch["mean"] == pytest.approx(rows["elicited_p_eval"]["change"], abs=1e-9)
     assert "elicited_p_eval[deployed]" in rows and res["elicited_p_eval_verdict"]
+    # claim-3 verdicts are gated on both models' instruments; a random model's elicited P(eval) is not valid
+    v = res["instrument_validity"]
+    assert set(v) == {"probe_base", "probe_tuned", "elicited_base", "elicited_tuned"}
+    if res["fine_tune_made_sycophantic"] and v["elicited_base"]["lo"] <= 0.5:
+        assert res["elicited_p_eval_verdict"].startswith("instrument invalid")
     assert "Elicited P(evaluation)" in (tmp_path / "e3" / "e3.md").read_text()
 
 

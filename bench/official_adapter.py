@@ -31,9 +31,7 @@ NEEDED = ("models.py", "methods/latent_mas.py", "methods/__init__.py", "utils.py
 
 def check_official_dir(path: str | None) -> Path:
     """The checkout's path, or a ValueError naming what is missing and how to get it."""
-    how = (
-        "fetch it yourself (git clone https://github.com/Gen-Verse/LatentMAS DIR) and pass --official DIR."
-    )
+    how = "fetch it yourself (git clone https://github.com/Gen-Verse/LatentMAS DIR) and pass --official DIR."
     if not path:
         raise ValueError("no official LatentMAS checkout given: " + how)
     root = Path(path).expanduser().resolve()

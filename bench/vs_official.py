@@ -75,8 +75,9 @@ def thought_diff(official: torch.Tensor, ours: torch.Tensor, rows: torch.Tensor)
 
 def latent_loop(off, wrapper, m, msgs: list[list[dict]], steps: int, repeats: int) -> dict:
     """Prefill of one agent's prompt + `steps` latent steps, both sides, on the same chat messages."""
-    from latent.memory import WorkingMemory
     from official_adapter import record_thoughts
+
+    from latent.memory import WorkingMemory
 
     enc = m.encode(msgs)
     _, o_ids, o_mask, _ = wrapper.prepare_chat_batch(msgs, add_generation_prompt=True)
@@ -114,10 +115,11 @@ def latent_loop(off, wrapper, m, msgs: list[list[dict]], steps: int, repeats: in
 
 def end_to_end(off, wrapper, m, items, batch: int, steps: int, max_new: int, prompt_for) -> dict:
     """The sequential graph on every item, chunk by chunk, the two sides interleaved per chunk."""
+    from official_adapter import greedy
+
     import agents
     from agents.config import RunConfig
     from eval.scoring import score
-    from official_adapter import greedy
 
     counts = greedy(wrapper)
     args = Namespace(
@@ -182,6 +184,25 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return (max(0.0, c - h), min(1.0, c + h))
 
 
+def _write_json(path: str | None, out: dict) -> None:
+    """The ratios the issue asks for, plus every detail; written after each section, so a run stopped
+    early keeps what it measured."""
+    if not path:
+        return
+    summary = {
+        "latent_b1": out.get("latent_b1", {}).get("ratio", {}).get("median"),
+        "latent_b16": out.get("latent_b16", {}).get("ratio", {}).get("median"),
+        "e2e_b1": out.get("e2e_b1", {}).get("ratio_total"),
+        "e2e_b16": out.get("e2e_b16", {}).get("ratio_total"),
+        "acc_ours_b16": out.get("e2e_b16", {}).get("acc_ours"),
+        "acc_official_b1": out.get("e2e_b1", {}).get("acc_official"),
+        "thought_max_rel_diff": out.get("latent_b1", {}).get("thought_max_rel_diff"),
+        "details": out,
+    }
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(summary, indent=1))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--official", default=None, help="a checkout of github.com/Gen-Verse/LatentMAS")
@@ -192,8 +213,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--questions", type=int, default=64, help="questions of the end-to-end comparison")
     p.add_argument("--e2e-batches", default="1,16")
     p.add_argument("--max-new-tokens", type=int, default=96, help="judger decode budget")
-    p.add_argument("--realign", choices=("identity", "ridge"), default="identity",
-                   help="identity = the official default (norm rescale only); ridge = --latent_space_realign")
+    p.add_argument(
+        "--realign",
+        choices=("identity", "ridge"),
+        default="identity",
+        help="identity = the official default (norm rescale only); ridge = --latent_space_realign",
+    )
     p.add_argument("--skip-e2e", action="store_true", help="latent loop only")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--json", default=None, help="write the ratios (and details) here")
@@ -206,19 +231,23 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
 
+    from official_adapter import load_official, use_prompts
+
     from agents.graph import Graph
     from agents.latentmas import question_in_memory
     from agents.prompts import PromptSet
     from eval.tasks import load_task
     from latent import load_model
     from latent.catalogue import is_pulled, pulled_path
-    from official_adapter import load_official, use_prompts
 
     path = str(pulled_path(args.model)) if is_pulled(args.model) else args.model
     off = load_official(root)
     m = load_model(path, dtype=torch.float32, realign=args.realign)
     wrapper = off.models.ModelWrapper(
-        path, torch.device("cpu"), use_vllm=False, args=Namespace(latent_space_realign=args.realign == "ridge")
+        path,
+        torch.device("cpu"),
+        use_vllm=False,
+        args=Namespace(latent_space_realign=args.realign == "ridge"),
     )
     prompts = PromptSet.load("default")
     g = Graph.resolve("sequential")
@@ -228,55 +257,62 @@ def main(argv: list[str] | None = None) -> int:
         return prompts.messages(role, question, [], again[role])
 
     use_prompts(off, prompt_for)
-    items = load_task("rg:gsm_symbolic", limit=max(args.questions, max(map(int, args.batches.split(","))))).items
+    items = load_task(
+        "rg:gsm_symbolic", limit=max(args.questions, max(map(int, args.batches.split(","))))
+    ).items
 
-    print(f"official LatentMAS {off.commit[:12]} ({root}) vs latentworks; model {args.model}, float32, "
-          f"{args.threads} thread(s), realign {args.realign}, {args.steps} latent steps")
-    out: dict = {"official_commit": off.commit, "model": args.model, "steps": args.steps,
-                 "realign": args.realign, "threads": args.threads}
+    print(
+        f"official LatentMAS {off.commit[:12]} ({root}) vs latentworks; model {args.model}, float32, "
+        f"{args.threads} thread(s), realign {args.realign}, {args.steps} latent steps"
+    )
+    out: dict = {
+        "official_commit": off.commit,
+        "model": args.model,
+        "steps": args.steps,
+        "realign": args.realign,
+        "threads": args.threads,
+    }
     print("\nlatent loop (prefill of the planner prompt + k latent steps)")
-    print(f"{'batch':>5} | {'official s':>10} | {'ours s':>8} | {'official/ours':>13} | {'range':>11} "
-          f"| {'thought max rel diff':>20} | rows")
+    print(
+        f"{'batch':>5} | {'official s':>10} | {'ours s':>8} | {'official/ours':>13} | {'range':>11} "
+        f"| {'thought max rel diff':>20} | rows"
+    )
     for b in map(int, args.batches.split(",")):
         msgs = [prompt_for("planner", it.question) for it in items[:b]]
         r = latent_loop(off, wrapper, m, msgs, args.steps, args.repeats)
         out[f"latent_b{b}"] = r
+        _write_json(args.json, out)
         q = r["ratio"]
-        print(f"{b:>5} | {r['official_s']:>10.3f} | {r['ours_s']:>8.3f} | {q['median']:>13.2f} | "
-              f"{q['min']:.2f}-{q['max']:.2f} | {r['thought_max_rel_diff']:>20.2e} | {r['rows_checked']}/{b}"
-              f" (padded rows: {r['padded_rows_max_rel_diff']:.2e}, official pads {r['official_padding_side']})")
+        print(
+            f"{b:>5} | {r['official_s']:>10.3f} | {r['ours_s']:>8.3f} | {q['median']:>13.2f} | "
+            f"{q['min']:.2f}-{q['max']:.2f} | {r['thought_max_rel_diff']:>20.2e} | {r['rows_checked']}/{b}"
+            f" (padded rows: {r['padded_rows_max_rel_diff']:.2e}, official pads {r['official_padding_side']})"
+        )
 
     if not args.skip_e2e:
-        print(f"\nend to end: sequential graph, {args.questions} rg:gsm_symbolic questions, judger decodes "
-              f"greedily up to {args.max_new_tokens} tokens")
+        print(
+            f"\nend to end: sequential graph, {args.questions} rg:gsm_symbolic questions, judger decodes "
+            f"greedily up to {args.max_new_tokens} tokens"
+        )
         for b in map(int, args.e2e_batches.split(",")):
-            r = end_to_end(off, wrapper, m, items[: args.questions], b, args.steps, args.max_new_tokens,
-                           prompt_for)
+            r = end_to_end(
+                off, wrapper, m, items[: args.questions], b, args.steps, args.max_new_tokens, prompt_for
+            )
             out[f"e2e_b{b}"] = r
+            _write_json(args.json, out)
             n = r["items"]
             ko, ku = round(r["acc_official"] * n), round(r["acc_ours"] * n)
             lo_o, hi_o = wilson(ko, n)
             lo_u, hi_u = wilson(ku, n)
-            print(f"batch {b:>2}: official {r['official_s']:.1f} s, ours {r['ours_s']:.1f} s, official/ours "
-                  f"{r['ratio_total']:.2f} (per chunk median {r['ratio']['median']:.2f}, "
-                  f"{r['ratio']['min']:.2f}-{r['ratio']['max']:.2f}); tokens official {r['tokens_official']}, "
-                  f"ours {r['tokens_ours']}; accuracy official {ko}/{n} [{lo_o:.2f}, {hi_o:.2f}], "
-                  f"ours {ku}/{n} [{lo_u:.2f}, {hi_u:.2f}]; identical texts {r['same_text']}/{n}")
+            print(
+                f"batch {b:>2}: official {r['official_s']:.1f} s, ours {r['ours_s']:.1f} s, official/ours "
+                f"{r['ratio_total']:.2f} (per chunk median {r['ratio']['median']:.2f}, "
+                f"{r['ratio']['min']:.2f}-{r['ratio']['max']:.2f}); tokens official {r['tokens_official']}, "
+                f"ours {r['tokens_ours']}; accuracy official {ko}/{n} [{lo_o:.2f}, {hi_o:.2f}], "
+                f"ours {ku}/{n} [{lo_u:.2f}, {hi_u:.2f}]; identical texts {r['same_text']}/{n}"
+            )
 
-    if args.json:
-        summary = {
-            "latent_b1": out.get("latent_b1", {}).get("ratio", {}).get("median"),
-            "latent_b16": out.get("latent_b16", {}).get("ratio", {}).get("median"),
-            "e2e_b1": out.get("e2e_b1", {}).get("ratio_total"),
-            "e2e_b16": out.get("e2e_b16", {}).get("ratio_total"),
-            "acc_ours_b16": out.get("e2e_b16", {}).get("acc_ours"),
-            "acc_official_b1": out.get("e2e_b1", {}).get("acc_official"),
-            "thought_max_rel_diff": out.get("latent_b1", {}).get("thought_max_rel_diff"),
-            "details": out,
-        }
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(summary, indent=1))
-        print(f"\nwrote {args.json}")
+    _write_json(args.json, out)
     return 0
 
 

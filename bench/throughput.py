@@ -23,6 +23,38 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 METHODS = ("single", "text_mas", "latent_mas")
 
 
+def _save(args, rows: list[dict]) -> None:
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps({"args": vars(args), "rows": rows}, indent=1))
+    if args.plot:
+        plot(rows, args.plot, f"{args.model}, sequential graph, {args.threads} CPU thread(s)")
+
+
+def plot(rows: list[dict], path: str, title: str) -> None:
+    """questions/s against batch size, one line per method (log2 batch axis)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    batches = [r["batch"] for r in rows]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for mth in METHODS:
+        ax.plot(batches, [r[mth] for r in rows], marker="o", label=mth)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(batches, [str(b) for b in batches])
+    ax.set_xlabel("batch size")
+    ax.set_ylabel("questions / s")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="smollm2-135m-instruct")
@@ -74,29 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(rec)
         toks = "/".join(f"{rec[mth + '_tokens']:.0f}" for mth in METHODS)
         print(f"{b:>5} | " + " | ".join(f"{rec[mth]:>14.3f}" for mth in METHODS) + f" | {toks}", flush=True)
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({"args": vars(args), "rows": rows}, indent=1))
-    if args.plot:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig, ax = plt.subplots(figsize=(6, 4))
-        for mth in METHODS:
-            ax.plot(batches, [r[mth] for r in rows], marker="o", label=mth)
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(batches, [str(b) for b in batches])
-        ax.set_xlabel("batch size")
-        ax.set_ylabel("questions / s")
-        ax.set_title(f"{args.model}, sequential graph, {args.threads} CPU thread(s)")
-        ax.grid(alpha=0.3)
-        ax.legend()
-        fig.tight_layout()
-        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(args.plot, dpi=120)
-        print(f"wrote {args.plot}")
+        _save(args, rows)  # after every row: a run stopped early keeps what it measured
     return 0
 
 

@@ -8,7 +8,8 @@ applies four small runtime adapters, each needed and each documented:
 2. Its latent method imports `vllm.SamplingParams` unconditionally, even on the HF path. When vLLM is
    not installed, a stand-in module with an inert `SamplingParams` is registered (never used on HF).
 3. Its text decoding always samples (`do_sample=True`). Side-by-side comparisons need greedy decoding,
-   so `greedy(wrapper)` makes the wrapper's `model.generate` decode greedily.
+   so `greedy(wrapper)` makes the wrapper's `model.generate` decode greedily. It also drops the
+   `cache_position` argument, which transformers 5.x `generate` rejects (it derives it from the cache).
 4. Its prompt builders assert a Qwen model and carry Qwen's system prompt. `use_prompts` makes them
    return the messages the project would build for the same agent and question, so both sides read the
    same prompts.
@@ -95,6 +96,7 @@ def greedy(wrapper) -> list[int]:
 
     def generate(*args, **kwargs):
         kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        kwargs.pop("cache_position", None)  # 5.x generate derives it from the cache and rejects it
         out = original(*args, **kwargs)
         prompt = kwargs["input_ids"].shape[1]
         for row in out.sequences[:, prompt:]:

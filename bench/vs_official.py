@@ -237,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         help="identity = the official default (norm rescale only); ridge = --latent_space_realign",
     )
     p.add_argument("--skip-e2e", action="store_true", help="latent loop only")
+    p.add_argument("--skip-latent", action="store_true", help="end to end only")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--json", default=None, help="write the ratios (and details) here")
     args = p.parse_args(argv)
@@ -294,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{'batch':>5} | {'official s':>10} | {'ours s':>8} | {'official/ours':>13} | {'range':>11} "
         f"| {'thought max rel diff':>20} | rows"
     )
-    for b in map(int, args.batches.split(",")):
+    for b in [] if args.skip_latent else map(int, args.batches.split(",")):
         msgs = [prompt_for("planner", it.question) for it in items[:b]]
         r = latent_loop(off, wrapper, m, msgs, args.steps, args.repeats)
         out[f"latent_b{b}"] = r

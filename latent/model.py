@@ -317,7 +317,7 @@ class LatentModel:
             return None
         if torch.is_grad_enabled():
             return None
-        if any(layer._forward_hooks or layer._forward_pre_hooks for layer in self._layers):
+        if any(_watched(layer) for layer in self._layers):
             return None
         lengths = mask.sum(1)
         left_padded = torch.arange(t, device=mask.device)[None, :] >= (t - lengths)[:, None]
@@ -686,6 +686,13 @@ class LatentModel:
 GROUP_OVERHEAD = 24
 """Rows of compute one extra forward call costs on a CPU (it reads every weight once more): measured on
 SmolLM2-135M, one cached decode step took as long as prefilling about 20 tokens."""
+
+
+def _watched(layer: nn.Module) -> bool:
+    """True when a hook other than transformers' own output recorder (installed once a model is run with
+    `output_hidden_states`, idle otherwise) watches `layer`."""
+    hooks = [*layer._forward_hooks.values(), *layer._forward_pre_hooks.values()]
+    return any(getattr(h, "__name__", "") != "output_capturing_hook" for h in hooks)
 
 
 def _length_groups(sizes: list[int], overhead: int) -> list[tuple[int, int]]:

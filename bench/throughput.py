@@ -1,0 +1,114 @@
+"""Throughput (questions per second) against batch size for single, text_mas and latent_mas.
+
+    python bench/throughput.py --model smollm2-135m-instruct --batches 1,2,4,8,16,32 --questions 32 \
+        --plot bench/results/throughput_smollm2.png --json bench/results/throughput_smollm2.json
+
+Every method runs the sequential graph (single: the final agent alone) on the same rg:gsm_symbolic
+questions, greedy, float32. At each batch size the three methods run one after another in a rotating
+order, so load from other jobs on a shared machine is spread over all three.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+METHODS = ("single", "text_mas", "latent_mas")
+
+
+def _save(args, rows: list[dict]) -> None:
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps({"args": vars(args), "rows": rows}, indent=1))
+    if args.plot:
+        plot(rows, args.plot, f"{args.model}, sequential graph, {args.threads} CPU thread(s)")
+
+
+def plot(rows: list[dict], path: str, title: str) -> None:
+    """questions/s against batch size, one line per method (log2 batch axis)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    batches = [r["batch"] for r in rows]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for mth in METHODS:
+        ax.plot(batches, [r[mth] for r in rows], marker="o", label=mth)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(batches, [str(b) for b in batches])
+    ax.set_xlabel("batch size")
+    ax.set_ylabel("questions / s")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default="smollm2-135m-instruct")
+    p.add_argument("--batches", default="1,2,4,8,16,32")
+    p.add_argument("--questions", type=int, default=32)
+    p.add_argument("--steps", type=int, default=8, help="latent steps per agent (latent_mas)")
+    p.add_argument("--max-new-tokens", type=int, default=32, help="decode budget per decoding agent")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--plot", default=None, help="write a PNG plot here")
+    p.add_argument("--json", default=None)
+    args = p.parse_args(argv)
+    batches = [int(b) for b in args.batches.split(",")]
+    if args.questions < max(batches):
+        p.error(f"--questions {args.questions} is smaller than the largest batch {max(batches)}.")
+    torch.set_num_threads(args.threads)
+
+    import agents
+    from agents.config import RunConfig
+    from eval.tasks import load_task
+    from latent import load_model
+
+    m = load_model(args.model, dtype=torch.float32)
+    questions = [it.question for it in load_task("rg:gsm_symbolic", limit=args.questions).items]
+    agents.run(
+        "sequential", m, questions[:1], method="latent_mas", latent_steps=1, max_new_tokens=2
+    )  # warm-up
+    rows = []
+    print(
+        f"model {args.model}, float32, {args.threads} thread(s), {args.questions} questions, "
+        f"{args.steps} latent steps, up to {args.max_new_tokens} new tokens per decoding agent"
+    )
+    print(f"{'batch':>5} | " + " | ".join(f"{mth + ' q/s':>14}" for mth in METHODS) + " | tokens (s/t/l)")
+    for i, b in enumerate(batches):
+        order = METHODS[i % 3 :] + METHODS[: i % 3]
+        rec = {"batch": b}
+        for mth in order:
+            cfg = RunConfig(
+                method=mth,
+                latent_steps=args.steps,
+                max_new_tokens=args.max_new_tokens,
+                batch_size=b,
+                threads=None,
+            )
+            t0 = time.perf_counter()
+            res = agents.run("sequential", m, questions, config=cfg)
+            dt = time.perf_counter() - t0
+            rec[mth] = len(questions) / dt
+            rec[mth + "_tokens"] = sum(r.output_tokens for r in res) / len(res)
+        rows.append(rec)
+        toks = "/".join(f"{rec[mth + '_tokens']:.0f}" for mth in METHODS)
+        print(f"{b:>5} | " + " | ".join(f"{rec[mth]:>14.3f}" for mth in METHODS) + f" | {toks}", flush=True)
+        _save(args, rows)  # after every row: a run stopped early keeps what it measured
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,28 @@
+"""bench/vs_official.py refuses to run without a checkout of the official code, with a message that
+says how to get one, before loading anything."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_skipped_with_a_clear_message_without_official(capsys):
+    assert _load("vs_official").main([]) == 2
+    err = capsys.readouterr().err
+    assert "skipped" in err and "--official DIR" in err
+
+
+def test_a_folder_that_is_not_a_checkout_is_named(tmp_path):
+    (tmp_path / "models.py").write_text("")
+    with pytest.raises(ValueError, match="missing methods/latent_mas.py"):
+        _load("official_adapter").check_official_dir(str(tmp_path))

@@ -45,7 +45,7 @@ def linear_horizon(test: dict, visible: torch.Tensor) -> torch.Tensor:
     return interpolate_history(vals, times)[:, test["hist"].shape[1] :]
 
 
-def run(missing: float, seed: int, steps: int, latent: bool = True) -> dict:
+def run(missing: float, seed: int, steps: int, latent: bool = True, eta: float | None = None) -> dict:
     """Train both variants at one history-missing rate and seed; MAE of each imputer on hidden entries."""
     train = regime_oscillators(256, missing_rate=missing, seed=seed)
     test = regime_oscillators(96, missing_rate=missing, seed=1000 + seed)
@@ -72,7 +72,7 @@ def run(missing: float, seed: int, steps: int, latent: bool = True) -> dict:
         torch.manual_seed(seed)
         s = model.sample(
             test["hist"], test["mask"], test["t_hist"], test["t_query"], num_samples=4,
-            y_obs=test["target"], obs_mask=visible,
+            y_obs=test["target"], obs_mask=visible, eta=eta,
         )  # fmt: skip
         out[name] = (s.mean(0)[hide] - truth).abs().mean().item()
         torch.manual_seed(seed)
@@ -116,7 +116,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=400, help="training steps per model (the demo's default)")
-    ap.add_argument("--rates", default=",".join(str(r) for r in RATES), help="history missing rates")
+    ap.add_argument(
+        "--rates",
+        default="0.0",
+        help=f"history missing rates, comma-separated (default data: 0.0; demo: {RATES})",
+    )
+    ap.add_argument(
+        "--eta", type=float, default=None, help="DDIM eta of the inpainting (default: the config's, 0)"
+    )
     ap.add_argument("--no-latent", action="store_true", help="skip the VAE + LapFormer model (slowest)")
     ap.add_argument("--out", type=Path, default=Path("families/llapdiff/results"))
     args = ap.parse_args(argv)
@@ -125,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     rates = [float(r) for r in args.rates.split(",")]
     torch.set_num_threads(1)
     t0 = time.time()
-    res = [run(r, s, args.steps, not args.no_latent) for r in rates for s in range(args.seeds)]
+    res = [run(r, s, args.steps, not args.no_latent, args.eta) for r in rates for s in range(args.seeds)]
     wall = time.time() - t0
     rows = [
         ("llapdiff: horizon inpainting, history-conditioned", "llapdiff"),
@@ -161,7 +168,11 @@ def main(argv: list[str] | None = None) -> int:
     best = sum(min(x[k] for k in keys) <= x["linear"] for x in res)
     text = (
         "# LLapDiff imputation against linear interpolation\n\n"
-        f"Command: `python -m families.llapdiff.impute_report --seeds {args.seeds} --steps {args.steps}`; "
+        f"Command: `python -m families.llapdiff.impute_report --seeds {args.seeds} --steps {args.steps} --rates {args.rates}"
+        + (f" --eta {args.eta}" if args.eta is not None else "")
+        + (" --no-latent" if args.no_latent else "")
+        + (f" --out {args.out}" if str(args.out) != "families/llapdiff/results" else "")
+        + "`; "
         f"wall {wall:.0f} s (2-core shared CPU, contended).\n"
         f"Default data (`regime_oscillators`, 256 train / 96 test series, horizon 48); 30% of the horizon's "
         f"time steps hidden; mean +- std over {args.seeds} seeds; 4 samples per imputation.\n\n"

@@ -156,4 +156,10 @@ def test_demo_quick_smoke(tmp_path):
 
     assert main(["--quick", "--out", str(tmp_path)]) == 0
     res = load_results(tmp_path)
-    assert 1.0 < res["rows"]["AR GPT (x-transformers)"][0]["l2r"] < 7.5  # bits/char below log2(vocab)
+    rows = {k: v[0] for k, v in res["rows"].items()}
+    uniform_bits = math.log2(res["config"]["vocab_size"])  # an untrained model scores about this
+    ar = rows["AR GPT (x-transformers)"]["l2r"]
+    # trained: at least half a bit under the uniform code after 5 steps; above 3 bits, since a 32-character
+    # window of Python source cannot be predicted that well so early (a model that sees its target would be)
+    assert 3.0 < ar < uniform_bits - 0.5
+    assert rows["gen T=1.0"]["data"] == ar  # the sample table's reference is the same test score

@@ -224,6 +224,11 @@ def test_demo_quick_smoke(tmp_path) -> None:
     pytest.importorskip("sklearn", reason="digits data come from scikit-learn")
     from families.cmru.demo import main
 
-    assert main(["--quick", "--units", "cmru", "--workers", "1", "--out", str(tmp_path)]) == 0
+    argv = ["--quick", "--units", "cmru", "--workers", "1", "--steps-scale", "10", "--out", str(tmp_path)]
+    assert main(argv) == 0  # 150 copy steps: enough for the latch to learn the task
     res = load_results(tmp_path)
-    assert len(res["results"]) == 3 and 0.05 < res["results"][0]["acc_L20"] <= 1.0
+    copy = res["results"][0]
+    assert len(res["results"]) == 3 and copy["task"] == "copy"
+    # chance is 25% (4 classes); a unit that writes once and holds recalls the first input at the trained
+    # length and at 3x that length (the latch does not decay with the number of distractor steps)
+    assert copy["acc_L20"] >= 0.95 and copy["acc_L60"] >= 0.95 and copy["converged"]

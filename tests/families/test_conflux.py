@@ -125,4 +125,7 @@ def test_demo_quick_smoke(tmp_path) -> None:
 
     assert main(["--quick", "--no-heavy", "--out", str(tmp_path)]) == 0
     syn = load_results(tmp_path)["synthetic"][0]
-    assert 0.05 < syn["conflux"]["mse"] < 1.5  # standardised series: trained, not diverged
+    # standardised series: forecasting the mean scores about 1, repeating the last value about 1.8; even
+    # three optimizer steps must put ConFlux well under both (an untrained or broken forecaster does not)
+    assert 0.05 < syn["conflux"]["mse"] < 0.95
+    assert syn["conflux"]["mse"] < 0.6 * syn["naive_last"]["mse"]

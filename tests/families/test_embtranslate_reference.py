@@ -134,3 +134,30 @@ def test_reference_config_rejects_bad_values() -> None:
         LoRAHMoEConfig(branch_factor=1)
     with pytest.raises(ValueError, match="at least 2"):
         TranslationConfidence.fit(np.ones((1, 3)))
+
+
+def test_tau_calibration_uses_the_hierarchy_when_regions_differ() -> None:
+    """Routing shares follow the root ratios exactly, and calibration on held-out pairs picks a tau that
+    sends inputs below the root when the two halves of the source space need different maps."""
+    from families.embtranslate.routing import calibrate_tau, root_ratios, routing_shares
+
+    rng = np.random.default_rng(0)
+    centers = np.array([[3.0] + [0.0] * 5, [-3.0] + [0.0] * 5])
+    X = np.concatenate([c + 0.6 * rng.normal(size=(150, 6)) for c in centers])
+    maps = [rng.normal(size=(6, 4)), rng.normal(size=(6, 4))]  # one linear map per region
+    Y = np.concatenate([X[:150] @ maps[0], X[150:] @ maps[1]])
+    val = rng.permutation(300)[:80]
+    fit = np.setdiff1d(np.arange(300), val)
+    cfg = LoRAHMoEConfig(hidden_dim=16, layer_num=1, base_steps=20, lora_steps=60, num_levels=2,
+                         min_node_samples=10, local_weight=0.0, dir_weight=0.0, lora_lr=2e-2)  # fmt: skip
+    h = LoRAHMoE.fit(X[fit], Y[fit], cfg)
+    ratios = root_ratios(h, X[val])
+    for tau in (0.0, float(np.median(ratios)), 1.0):  # known answer: the share with d1/d2 <= tau
+        assert routing_shares(h.variant(tau=tau), X[val])["left_root"] == pytest.approx(
+            (ratios <= tau).mean()
+        )
+    cal = calibrate_tau(h, X[val], Y[val])
+    y_val = Y[val] / np.linalg.norm(Y[val], axis=1, keepdims=True)
+    flat = float((h.variant(tau=0.0)(X[val]) * y_val).sum(1).mean())  # every input on the root adapter
+    assert cal.left_root[cal.candidates.index(cal.tau)] > 0.5  # the chosen tau routes most inputs down
+    assert max(cal.scores) > flat + 0.01  # and translates the held-out pairs better than the flat adapter

@@ -22,7 +22,8 @@ PROMPTS = (
 
 def drift(model, prompt: str, steps: int, eps: float = 1e-5, seed: int = 0) -> list[float]:
     """Relative distance between the thoughts of the real and of the perturbed start, per step."""
-    enc = model.encode([[{"role": "user", "content": prompt}]])
+    chat = model.tokenizer.chat_template is not None
+    enc = model.encode([[{"role": "user", "content": prompt}]] if chat else [prompt], chat=chat)
     with torch.no_grad():
         st = model.prefill(**enc)
         a, _ = model.think(st, steps)

@@ -74,3 +74,30 @@ def test_bad_rows_name_the_line_and_field(tmp_path, row, field):
     f.write_text(json.dumps(row) + "\n")
     with pytest.raises(ValueError, match=rf"line 1: field `{field}`"):
         th.read_items(f)
+
+
+def test_eval_runs_the_handoff_task_with_per_item_graphs(model_dir, tmp_path):
+    """`--task handoff --data FILE`: items with one and two shares run on their own holder graphs."""
+    from agents.config import RunConfig
+    from eval.runner import EvalConfig, evaluate
+
+    f = tmp_path / "h.jsonl"
+    rows = [
+        {"id": "one", "shares": ["Zoe's code is 48."], "question": "What is Zoe's code?", "answer": "48"},
+        {
+            "id": "two",
+            "shares": ["Zoe's code is 48.", "Kate's code is 13."],
+            "question": "Kate?",
+            "answer": "13",
+        },
+    ]
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = RunConfig(latent_steps=1, max_new_tokens=2, batch_size=2, threads=1)
+    cfg = EvalConfig(model=model_dir, task="handoff", data=str(f), methods=["latent_mas"], run=run,
+                     out=str(tmp_path / "out"), progress=False)  # fmt: skip
+    out = evaluate(cfg)
+    recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    graphs = {r["item_id"]: r["graph"] for r in recs}
+    assert graphs == {"one": "handoff1-kv", "two": "handoff2-kv"}
+    agents_of = {r["item_id"]: [a["name"] for a in r["agents"]] for r in recs}
+    assert agents_of["two"] == ["holder_0", "holder_1", "answerer"]

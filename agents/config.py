@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 
 METHODS = ("single", "text_mas", "latent_mas")
 BACKENDS = ("hf", "vllm")
-THOUGHTS = ("real", "random")  # random: the same-norm ablation of latent_mas
+# Controls of latent_mas: random = same-norm random vectors fed as thoughts; other = the final agent reads
+# another question's memory (rows of the batch deranged); mean = every row reads the batch-mean memory.
+THOUGHTS = ("real", "random", "other", "mean")
 # The paper sweeps 0-80 latent steps and the authors' released run script used 20 ("20-40 works well");
 # 0 would silently discard all upstream memory, so it is never the default. Tune per task.
 DEFAULT_LATENT_STEPS = 20
@@ -38,7 +40,8 @@ class RunConfig:
     thoughts: str = field(
         default="real",
         metadata={
-            "help": "latent_mas ablation: random replaces every latent thought by a same-norm random vector",
+            "help": "latent_mas control: random (same-norm random thoughts), other (the final agent reads "
+            "another question's memory), mean (every question reads the batch-mean memory)",
             "choices": THOUGHTS,
         },
     )

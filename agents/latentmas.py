@@ -22,6 +22,7 @@ import torch
 
 from agents.config import DEFAULT_LATENT_STEPS, METHODS, RunConfig
 from agents.graph import Edge, Graph
+from agents.handoff import route_shares
 from agents.inputs import check_questions
 from agents.prompts import PromptSet
 from agents.results import AgentStats, Result
@@ -52,9 +53,13 @@ def run(
     questions: list[str],
     method: str = "latent_mas",
     config: RunConfig | None = None,
+    shares: list[list[str]] | None = None,
     **overrides,
 ) -> list[Result]:
     """Run `method` on `graph` for every question; returns one `Result` per question, in order.
+
+    `shares` (hand-off tasks): per question, one text per upstream agent in graph order; agent i reads
+    its own share before the question, and no other agent reads it (the final agent never does).
 
     Example:
         >>> from latent import load_model
@@ -73,6 +78,13 @@ def run(
         if a.role not in prompts.system:
             raise ValueError(f"agent {a.name!r} has role {a.role!r}, which prompt set {cfg.prompts!r} lacks.")
     models = resolve_models(g, model)
+    routed = route_shares(g, shares, len(questions))
+    if cfg.thoughts in ("other", "mean") and cfg.method == "latent_mas":
+        if any(len(questions[s : s + cfg.batch_size]) < 2 for s in range(0, len(questions), cfg.batch_size)):
+            raise ValueError(
+                f"thoughts={cfg.thoughts!r} mixes the rows of a batch, but a batch of {cfg.batch_size} leaves a "
+                "batch of one question; pick a batch_size that leaves no single-question batch."
+            )
     if cfg.threads is not None:
         torch.set_num_threads(cfg.threads)
     fan_in = _memory_fan_in(g) if cfg.backend == "vllm" and cfg.method == "latent_mas" else None
@@ -92,7 +104,8 @@ def run(
     for i, start in enumerate(batches):
         chunk = questions[start : start + cfg.batch_size]
         gen = torch.Generator().manual_seed(cfg.seed + i) if cfg.do_sample else None
-        results.extend(_run_batch(g, models, chunk, cfg, prompts, gen, decoder))
+        part = {a: rows[start : start + cfg.batch_size] for a, rows in routed.items()}
+        results.extend(_run_batch(g, models, chunk, cfg, prompts, gen, decoder, part))
     return results
 
 
@@ -146,6 +159,7 @@ class _Batch:
     holds: dict[str, list[int]] = field(default_factory=dict)  # agent -> memory segments it holds
     texts: dict[str, list[Context]] = field(default_factory=dict)  # agent -> per row: text read/written
     final_text: list[str] = field(default_factory=list)
+    shares: dict[str, list[str | None]] = field(default_factory=dict)  # agent -> per row: its own share
 
     @property
     def size(self) -> int:
@@ -179,13 +193,16 @@ def _run_batch(
     prompts: PromptSet,
     gen: torch.Generator | None,
     decoder,
+    shares: dict[str, list[str | None]] | None = None,
 ) -> list[Result]:
     batch = _Batch(questions, WorkingMemory(models[g.final]), final_text=[""] * len(questions))
+    batch.shares = dict(shares or {})
     order = [g.final] if cfg.method == "single" else g.order()
     steps = []
     for name in order:
         step = _read_incoming(g, models, name, cfg, batch)
-        _write_prompt(step, cfg, prompts, batch, question_in_memory(g, name, cfg.method))
+        ablate = cfg.thoughts if name == g.final and cfg.thoughts in ("other", "mean") else None
+        _write_prompt(step, cfg, prompts, batch, question_in_memory(g, name, cfg.method), ablate)
         outgoing = [e for e in g.edges if e.src == name]
         if name == g.final or cfg.method == "text_mas" or any(e.mode == "text" for e in outgoing):
             _decode(step, outgoing, cfg, gen, decoder if name == g.final else None, name == g.final, batch)
@@ -205,6 +222,7 @@ def final_agent_view(
     questions: list[str],
     config: RunConfig,
     memory: WorkingMemory | None = None,
+    shares: list[list[str]] | None = None,
 ) -> tuple[list[list[dict]], LatentState | None]:
     """latent_mas up to the final agent: every upstream agent reads its view of the memory, writes its
     prompt and thinks, exactly as `run` does. Returns the final agent's chat messages and the state it
@@ -218,6 +236,7 @@ def final_agent_view(
     prompts = PromptSet.load(config.prompts)
     models = resolve_models(g, model)
     batch = _Batch(questions, memory or WorkingMemory(model), final_text=[""] * len(questions))
+    batch.shares = route_shares(g, shares, len(questions))
     for name in g.order():
         step = _read_incoming(g, models, name, config, batch)
         if name == g.final:
@@ -277,13 +296,30 @@ def _read_incoming(
     return AgentStep(name, role, models[name], stats, context, sorted(visible))
 
 
+def _messages(step: AgentStep, prompts: PromptSet, batch: _Batch, in_memory: bool) -> list[list[dict]]:
+    own = batch.shares.get(step.name, [None] * batch.size)
+    return [
+        prompts.messages(step.role, q, step.context[r], in_memory, share=own[r])
+        for r, q in enumerate(batch.questions)
+    ]
+
+
 def _write_prompt(
-    step: AgentStep, cfg: RunConfig, prompts: PromptSet, batch: _Batch, in_memory: bool = False
+    step: AgentStep,
+    cfg: RunConfig,
+    prompts: PromptSet,
+    batch: _Batch,
+    in_memory: bool = False,
+    ablate: str | None = None,
 ) -> None:
-    """Step 2: the agent's own prompt, written after the memory it reads (latent_mas) or alone."""
-    msgs = [prompts.messages(step.role, q, step.context[r], in_memory) for r, q in enumerate(batch.questions)]
-    enc = step.model.encode(msgs)
+    """Step 2: the agent's own prompt, written after the memory it reads (latent_mas) or alone.
+    `ablate` ("other" or "mean"): the memory read is another row's, or the batch mean (controls)."""
+    enc = step.model.encode(_messages(step, prompts, batch, in_memory))
     state = batch.memory.state_for(step.visible, step.model) if cfg.method == "latent_mas" else None
+    if state is not None and ablate == "other":
+        state = state.select_rows(derangement(batch.size, cfg.seed))
+    elif state is not None and ablate == "mean":
+        state = state.mean_rows()
     if state is not None:
         per_pos = state.nbytes / max(state.batch_size * state.length, 1)
         real = state.attention_mask.sum(1)
@@ -378,6 +414,18 @@ def _left_align(tokens: torch.Tensor, lengths: torch.Tensor, pad: int) -> tuple[
             ids[r, n - k :] = tokens[r, :k]
             mask[r, n - k :] = 1
     return ids, mask
+
+
+def derangement(n: int, seed: int) -> torch.Tensor:
+    """A permutation of n >= 2 rows with no fixed point: row r reads row perm[r] (`thoughts="other"`)."""
+    if n < 2:
+        raise ValueError("thoughts='other' needs batches of at least 2 questions (each reads another's).")
+    g = torch.Generator().manual_seed(seed)
+    order = torch.randperm(n, generator=g)
+    shift = int(torch.randint(1, n, (1,), generator=g))
+    perm = torch.empty(n, dtype=torch.long)
+    perm[order] = order[(torch.arange(n) + shift) % n]
+    return perm
 
 
 def _vllm_decoder(model: LatentModel, cfg: RunConfig):

@@ -1,4 +1,6 @@
-"""`latentworks demo`: single vs text_mas vs latent_mas on the built-in model and task, as a table."""
+"""`latentworks demo`: single vs text_mas vs latent_mas on the built-in model and task, as a table; then a
+hand-off table, where the information is split across agents: the final agent alone fails, and the
+hand-offs succeed only as far as they carry what the other agents hold."""
 
 from __future__ import annotations
 
@@ -13,6 +15,9 @@ from latentworks.args import add_config_arguments, config_from_args
 # builtin:arith-mini learned latent hand-off with this many thoughts per agent (its card records it);
 # other models get `agents.DEFAULT_LATENT_STEPS` through `latentworks eval`.
 BUILTIN_LATENT_STEPS = 4
+HANDOFF_MODEL = "builtin:arith-mini-v6"
+HANDOFF_LEVELS = ("relay", "pick", "sum")
+HANDOFF_ROWS = ("no_info", "oracle", "text_mas", "latent_kv", "latent_only", "latent_only_other")
 
 
 @dataclass
@@ -45,6 +50,12 @@ class DemoConfig:
         },
     )
     out: str | None = field(default=None, metadata={"help": "output directory (default: runs/demo-<time>)"})
+    handoff_model: str = field(
+        default=HANDOFF_MODEL, metadata={"help": "model of the hand-off table (trained on the hand-off task)"}
+    )
+    handoff_limit: int = field(
+        default=32, metadata={"help": "hand-off items per level (0: no hand-off table)"}
+    )
 
     def eval_config(self) -> EvalConfig:
         """The `EvalConfig` this demo runs (validated like any eval run)."""
@@ -94,4 +105,40 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"\n{demo.limit} held-out problems x 3 methods in {time.perf_counter() - t0:.0f}s; results in {out}"
     )
+    if demo.handoff_limit > 0:
+        t1 = time.perf_counter()
+        print()
+        print(handoff_table(demo))
+        print(f"\nhand-off table in {time.perf_counter() - t1:.0f}s")
     return 0
+
+
+def handoff_table(demo: DemoConfig) -> str:
+    """Held-out hand-off items per level: the final agent alone (no_info), one agent with every share
+    (oracle), and the hand-offs, on `demo.handoff_model`."""
+    import torch
+
+    from eval import tasks_handoff as th
+    from eval.report import wilson
+    from eval.tasks_handoff_rows import run_row
+    from latent import load_model
+
+    if demo.threads is not None:
+        torch.set_num_threads(demo.threads)
+    model = load_model(demo.handoff_model)
+    lines = [
+        f"Hand-off ({demo.handoff_model}, {demo.handoff_limit} held-out items per level, "
+        f"{demo.latent_steps} thoughts per holder): accuracy (95% CI)",
+        "",
+        "| row | " + " | ".join(HANDOFF_LEVELS) + " |",
+        "|---|" + "---:|" * len(HANDOFF_LEVELS),
+    ]
+    cells = {r: [] for r in HANDOFF_ROWS}
+    for level in HANDOFF_LEVELS:
+        items = th.make_items(level, demo.handoff_limit, "test", seed=0)
+        for name in HANDOFF_ROWS:
+            r = run_row(model, items, name, demo.latent_steps, 16, 16)
+            lo, hi = wilson(r.correct, r.n)
+            cells[name].append(f"{r.correct}/{r.n} ({100 * lo:.0f}-{100 * hi:.0f}%)")
+    lines += [f"| {name} | " + " | ".join(c) + " |" for name, c in cells.items()]
+    return "\n".join(lines)

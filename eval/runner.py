@@ -28,6 +28,7 @@ import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
+from agents.handoff import PROMPT_SET as HANDOFF_PROMPTS
 from eval.config import EvalConfig
 from eval.results_store import (
     RunStoreError,
@@ -227,6 +228,21 @@ def _record(item, result, graph: str, task: str, keep_latents: bool) -> dict:
     }
 
 
+def _share_groups(batch: list, graph, cfg: EvalConfig):
+    """(items, graph, shares) runs of one batch. Items without shares run on `graph`; hand-off items
+    (`meta["shares"]`) are grouped by share count and run on `agents.handoff_graph(n)` with kv edges,
+    each share read only by its own holder."""
+    import agents
+
+    plain = [it for it in batch if "shares" not in it.meta]
+    if plain:
+        yield plain, graph, None
+    counts = sorted({len(it.meta["shares"]) for it in batch if "shares" in it.meta})
+    for n in counts:
+        group = [it for it in batch if len(it.meta.get("shares", ())) == n and "shares" in it.meta]
+        yield group, agents.handoff_graph(n, "kv"), [list(it.meta["shares"]) for it in group]
+
+
 def evaluate(cfg: EvalConfig) -> Path:
     """Run (or resume) the evaluation; returns the output directory.
 
@@ -285,15 +301,21 @@ def evaluate(cfg: EvalConfig) -> Path:
                 batch = [it for it in mine[start : start + cfg.run.batch_size] if (it.id, method) not in done]
                 if not batch:
                     continue
-                questions = [it.question + KIND_INSTRUCTIONS.get(it.kind, "") for it in batch]
                 run = replace(cfg.run, method=method, seed=cfg.run.seed + start, progress=False)
-                res = agents.run(graph, model, questions, config=run)
-                lines = [
-                    json.dumps(
-                        seal(_record(it, r, graph.name, task.name, cfg.run.inspect_latents > 0), run_id)
+                lines = []
+                for group, g, shares in _share_groups(batch, graph, cfg):
+                    questions = [it.question + KIND_INSTRUCTIONS.get(it.kind, "") for it in group]
+                    if shares is not None:
+                        run_g = replace(run, prompts=HANDOFF_PROMPTS) if run.prompts == "default" else run
+                        res = agents.run(g, model, questions, config=run_g, shares=shares)
+                    else:
+                        res = agents.run(g, model, questions, config=run)
+                    lines.extend(
+                        json.dumps(
+                            seal(_record(it, r, graph.name, task.name, cfg.run.inspect_latents > 0), run_id)
+                        )
+                        for it, r in zip(group, res)
                     )
-                    for it, r in zip(batch, res)
-                ]
                 with writing(results_file, "append to"):
                     fh.write("".join(line + "\n" for line in lines))
                     fh.flush()

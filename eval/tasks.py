@@ -260,13 +260,14 @@ HUB_TASKS: dict[str, _Hub] = {
     "mbppplus": _Hub("code", "evalplus/mbppplus", None, "test", _code_row),
     "humanevalplus": _Hub("code", "evalplus/humanevalplus", None, "test", _code_row),
 }
-OFFLINE_TASKS = {"humaneval": "code", "arith": "math"}
+OFFLINE_TASKS = {"humaneval": "code", "arith": "math", "handoff": "math"}
+HANDOFF_TASKS = ("handoff:relay", "handoff:pick", "handoff:sum")  # one level of the generator
 RG_EXAMPLES = ("rg:gsm_symbolic", "rg:basic_arithmetic", "rg:chain_sum")
 
 
 def list_tasks() -> list[str]:
     """Registered task names; `rg:<name>` accepts any reasoning_gym dataset (three examples listed)."""
-    return [*HUB_TASKS, *OFFLINE_TASKS, *RG_EXAMPLES]
+    return [*HUB_TASKS, *OFFLINE_TASKS, *HANDOFF_TASKS, *RG_EXAMPLES]
 
 
 def load_task(name: str, data: str | None = None, limit: int | None = None, seed: int = 0) -> Task:
@@ -302,6 +303,8 @@ def load_task(name: str, data: str | None = None, limit: int | None = None, seed
         task = _humaneval(data, seed)
     elif name == "arith":
         task = _arith(limit if limit is not None else GENERATED_DEFAULT_SIZE, seed)
+    elif name == "handoff" or name in HANDOFF_TASKS:
+        task = _handoff(name, data, limit if limit is not None else GENERATED_DEFAULT_SIZE, seed)
     elif name.startswith("rg:"):
         task = _reasoning_gym(name, limit if limit is not None else GENERATED_DEFAULT_SIZE, seed)
     else:
@@ -433,6 +436,23 @@ def _arith(n: int, seed: int) -> Task:
         for i, p in enumerate(make_problems(n, seed=seed, split="heldout"))
     ]
     return Task("arith", "math", items, f"finetune.arith_data heldout split, seed {seed}")
+
+
+def _handoff(name: str, data: str | None, n: int, seed: int) -> Task:
+    """Hand-off items (`eval.tasks_handoff`): `data` in the schema, else the generator's test split
+    (`handoff` mixes the three levels, `handoff:<level>` is one). Each item's shares go in `meta`."""
+    from eval import tasks_handoff as th
+
+    if data is not None:
+        items, source = th.read_items(data), f"file {data}"
+    else:
+        level = name.split(":", 1)[1] if ":" in name else "mixed"
+        items, source = (
+            th.make_items(level, n, "test", seed),
+            f"eval.tasks_handoff {level} test split, seed {seed}",
+        )
+    out = [Item(it.id, it.question, it.answer, "math", meta={"shares": it.shares}) for it in items]
+    return Task(name, "math", out, source)
 
 
 def _rg_options(name: str) -> tuple[str, dict]:

@@ -395,3 +395,38 @@ def to_messages(problem: ArithProblem, role: str = "solver", context: str | None
             raise ValueError(f"`context` must be a string or None, got {type(context).__name__}.")
         user = f"{user}\n\nFrom a previous agent:\n{context}"
     return [{"role": "system", "content": ROLE_SYSTEM_PROMPTS[role]}, {"role": "user", "content": user}]
+
+
+def solution_signature(problem: ArithProblem) -> tuple[tuple[int, str, int, int], ...]:
+    """The numbers and operations of the target solution, line by line: two problems with the same
+    signature have the same answer-determining content, whatever their wording."""
+    out = []
+    for line in problem.solution.splitlines():
+        m = _LINE_RE.match(line.strip())
+        if m:
+            out.append((int(m.group(1)), m.group(2), int(m.group(3)), int(m.group(4))))
+    return tuple(out)
+
+
+EVAL_SEEDS = (0, 2024)  # the held-out seeds `latentworks eval/demo`, bench/latent_mas.py and train_mas score
+EVAL_N = 1024  # held-out problems per seed whose signatures training must avoid
+
+
+def eval_signatures(seeds: tuple[int, ...] = EVAL_SEEDS, n: int = EVAL_N) -> set:
+    """Signatures of the held-out problems the project evaluates on (every step count 1-4)."""
+    sigs = set()
+    for seed in seeds:
+        for steps in ((2, 3), (1, 2, 3, 4)):
+            sigs |= {solution_signature(p) for p in make_problems(n, seed, "heldout", steps)}
+    return sigs
+
+
+def signature_disjoint_train(n: int, seed: int, steps: tuple[int, ...] = (1, 2, 3, 4)) -> list[ArithProblem]:
+    """`n` train-split problems none of whose solutions has an evaluated problem's signature."""
+    banned = eval_signatures()
+    out, k = [], 0
+    while len(out) < n:
+        batch = make_problems(max(2 * n, 64), seed + 7919 * k, "train", steps)
+        out.extend(p for p in batch if solution_signature(p) not in banned)
+        k += 1
+    return out[:n]

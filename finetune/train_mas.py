@@ -615,6 +615,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from latentworks.args import add_config_arguments
 
     add_config_arguments(parser, MasTrainConfig)
+    from finetune import handoff_cli
+
+    handoff_cli.add_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -623,6 +626,10 @@ def run(args: argparse.Namespace) -> int:
 
     cfg = config_from_args(MasTrainConfig, args)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if getattr(args, "task", "arith") == "handoff":
+        from finetune import handoff_cli
+
+        return handoff_cli.run(cfg, args)
     card = train_and_export(cfg, recipe=getattr(args, "config", None))
     print(table(card["mas_eval"]) if card["mas_eval"] else "(no evaluation)")
     print(

@@ -16,11 +16,14 @@ from latent.catalogue import (  # noqa: F401  (re-exported: latent.loading was t
     CATALOGUE,
     BuiltinModel,
     builtin_path,
+    cache_dir,
     list_builtin_models,
     pulled_path,
 )
 from latent.model import LatentModel
 from latent.realign import Aligner
+
+TRAINED_ALIGNER = "aligner.safetensors"  # a model directory holding this loads it instead of the ridge map
 
 
 def resolve_model_path(name_or_path: str) -> str:
@@ -39,6 +42,9 @@ def resolve_model_path(name_or_path: str) -> str:
         return str(builtin_path(name_or_path[len(BUILTIN_PREFIX) :]))
     if name_or_path in CATALOGUE:
         return str(pulled_path(name_or_path))
+    local = cache_dir() / "models" / name_or_path
+    if "/" not in name_or_path and any((local / f).is_file() for f in ("config.json", "adapter_config.json")):
+        return str(local)  # a model saved into the cache under a name (e.g. by `latentworks finetune`)
     looks_local = (
         name_or_path.startswith((".", "/", "~")) or os.sep in name_or_path.strip("/").split("/", 1)[-1]
     )
@@ -123,6 +129,10 @@ def load_model(
 
     path = resolve_model_path(name_or_path)
     device = _device(device)
+    if realign == "ridge" and os.path.isfile(os.path.join(path, TRAINED_ALIGNER)):
+        realign = os.path.join(
+            path, TRAINED_ALIGNER
+        )  # a fine-tuned model ships the aligner it was trained with
     if isinstance(realign, (str, os.PathLike)) and str(realign) not in ("ridge", "identity"):
         from latent.realign import TrainableAligner
 

@@ -95,6 +95,25 @@ class LatentState:
             positions=None if self.positions is None else pick(self.positions),
         )
 
+    def mean_rows(self) -> LatentState:
+        """A new state in which every row holds the mean over rows of the keys and values (a control that
+        gives every row the same memory); masks and positions stay each row's own."""
+        rows = self.batch_size
+        parts = [
+            (
+                k.mean(0, keepdim=True).expand(rows, -1, -1, -1),
+                v.mean(0, keepdim=True).expand(rows, -1, -1, -1),
+            )
+            for k, v in layer_tensors(self.cache)
+        ]
+        return LatentState(
+            cache=cache_from_parts([parts]),
+            attention_mask=self.attention_mask.clone(),
+            last_hidden=self.last_hidden.mean(0, keepdim=True).expand(rows, -1).clone(),
+            next_position=self.next_position.clone(),
+            positions=None if self.positions is None else self.positions.clone(),
+        )
+
     def check(self) -> None:
         """Internal consistency: mask length equals cache length."""
         assert cache_length(self.cache) == self.length, (cache_length(self.cache), self.length)

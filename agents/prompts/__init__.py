@@ -23,6 +23,9 @@ class PromptSet:
     # (an incoming `kv` edge), where the question has already been read. None: re-read the question, as
     # the LatentMAS paper's prompts do.
     user_in_memory: str | None = None
+    # an upstream agent given a share of the information (`agents.run(..., shares=)`) reads it before the
+    # question; the final agent never gets one
+    user_with_share: str = "{share}\n\n{question}"
 
     @classmethod
     def load(cls, name_or_path: str = "default") -> PromptSet:
@@ -58,12 +61,16 @@ class PromptSet:
         question: str,
         context: list[tuple[str, str]] | None = None,
         question_in_memory: bool = False,
+        share: str | None = None,
     ) -> list[dict]:
         """Chat messages for `role`; `context` = [(agent, text), ...] from text hand-offs.
         `question_in_memory`: the agent reads upstream prompts from the latent memory, so a set with
-        `user_in_memory` does not repeat the question."""
+        `user_in_memory` does not repeat the question. `share`: information only this agent holds, read
+        before the question (`user_with_share`)."""
         if role not in self.system:
             raise ValueError(f"no system prompt for role {role!r}; roles in this set: {sorted(self.system)}.")
+        if share:
+            question = self.user_with_share.format(share=share, question=question)
         if question_in_memory and self.user_in_memory is not None and not context:
             user = self.user_in_memory.format(question=question)
         elif context:

@@ -1,0 +1,295 @@
+"""Train the thought channel to carry what only the upstream agents know (the hand-off task).
+
+Every loss runs the inference path: `agents.final_agent_view` over a `WorkingMemory(grad=True)` on
+`agents.handoff_graph(n, "latent")`, so each holder reads its share and thinks k thoughts
+(`LatentModel.think_with_grad`), and the answerer reads only those thoughts, then the question.
+Batches, by curriculum (`text_until`, `k_schedule`):
+- text: a holder learns to pass its share on as a note; the answerer learns to answer from the notes
+  (the text hand-off); falls from most batches to `text_floor` of them;
+- oracle: one prompt with every share and the question (keeps the ceiling);
+- latent: cross-entropy of the answer after k thoughts per holder, k growing 1 -> `latent_steps`, plus
+  an anti-shortcut term (after Interlat): the gold answer is pushed down when the answerer reads another
+  item's thoughts or same-norm random ones, so the answer must come from this item's thoughts;
+- arith (built-in models): solver SFT on train-split problems whose solution signature (numbers and
+  operations) no evaluated problem has (`finetune.arith_data.signature_disjoint_train`).
+Trainable: all weights (built-in models) or a LoRA + a linear aligner (any HF causal LM).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from torch import nn
+
+import agents
+from agents.config import RunConfig
+from agents.handoff import PROMPT_SET
+from agents.latentmas import derangement
+from agents.prompts import PromptSet
+from eval import tasks_handoff as th
+from latent.memory import WorkingMemory
+
+logger = logging.getLogger(__name__)
+IGNORE = -100
+
+
+@dataclass
+class HandoffTrainConfig:
+    """Settings of hand-off training; the CLI (`latentworks finetune mas --task handoff`) fills it."""
+
+    base: str = "builtin:arith-mini"
+    out_dir: str = "runs/handoff"
+    lora: bool = False  # False: train every weight (built-in models)
+    lora_r: int = 16
+    aligner: str = "linear"  # trained for LoRA runs; built-in runs re-derive the ridge map
+    levels: list[str] = field(default_factory=lambda: list(th.LEVELS))
+    latent_steps: int = 4
+    k_schedule: list[int] = field(default_factory=lambda: [1, 2, 4])
+    steps: int = 600
+    batch_size: int = 16
+    lr: float = 1e-3
+    aligner_lr: float = 1e-4
+    text_until: float = 0.3  # fraction of steps over which text batches fall to `text_floor`
+    text_floor: float = 0.1
+    oracle_frac: float = 0.1
+    arith_frac: float = 0.0
+    anti_weight: float = 0.5
+    anti_random_every: int = 4  # the random-thought term every this many latent batches (it costs a pass)
+    save_every: int = 100
+    realign_every: int = 25
+    max_minutes: float = 0.0
+    seed: int = 0
+    threads: int = 1
+    log_every: int = 25
+
+    def k_at(self, progress: float) -> int:
+        stages = self.k_schedule
+        return (
+            stages[min(int(progress / 0.5 * len(stages)), len(stages) - 1)] if progress < 0.5 else stages[-1]
+        )
+
+
+def target_text(answer: str) -> str:
+    return f"\\boxed{{{answer}}}"
+
+
+def _ids(tok, msgs: list[dict], target: str) -> tuple[list[int], list[int]]:
+    text = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+    p = tok(text, add_special_tokens=False)["input_ids"]
+    c = tok(target + tok.eos_token, add_special_tokens=False)["input_ids"]
+    return p + c, [IGNORE] * len(p) + c
+
+
+def _left_pad(seqs, pad: int):
+    n = max(len(x) for x, _ in seqs)
+    ids = torch.full((len(seqs), n), pad, dtype=torch.long)
+    mask = torch.zeros((len(seqs), n), dtype=torch.long)
+    labels = torch.full((len(seqs), n), IGNORE, dtype=torch.long)
+    for r, (x, y) in enumerate(seqs):
+        ids[r, n - len(x) :], mask[r, n - len(x) :], labels[r, n - len(y) :] = (
+            torch.tensor(x),
+            1,
+            torch.tensor(y),
+        )
+    return ids, mask, labels
+
+
+def _token_logp(lm, seqs, state):
+    """Per-token log-probs (B, T-1) of the labels and the label mask, after `state`."""
+    ids, mask, labels = _left_pad(seqs, int(lm.tokenizer.pad_token_id))
+    hidden, _ = lm.forward_embeds(lm.embed(ids.to(lm.device)), mask.to(lm.device), state)
+    logits = lm.logits(hidden)[:, :-1]
+    lab = labels[:, 1:].to(logits.device)
+    keep = lab != IGNORE
+    logp = logits.log_softmax(-1).gather(-1, lab.clamp(min=0)[..., None])[..., 0]
+    return logp, keep
+
+
+def sft_loss(lm, seqs, state=None) -> torch.Tensor:
+    logp, keep = _token_logp(lm, seqs, state)
+    return -(logp * keep).sum() / keep.sum()
+
+
+def latent_state(lm, items, k: int, thoughts: str = "real"):
+    """The answerer's messages and the state it reads (thoughts KV only), with gradients."""
+    cfg = RunConfig(prompts=PROMPT_SET, latent_steps=k, threads=None, thoughts=thoughts)
+    g = agents.handoff_graph(len(items[0].shares), "latent")
+    msgs, state = agents.final_agent_view(
+        g,
+        lm,
+        [it.question for it in items],
+        cfg,
+        WorkingMemory(lm, grad=True),
+        shares=[it.shares for it in items],
+    )
+    return msgs, state
+
+
+def latent_loss(
+    lm, items, k: int, anti_weight: float, seed: int, with_random: bool = True
+) -> tuple[torch.Tensor, dict]:
+    msgs, state = latent_state(lm, items, k)
+    seqs = [_ids(lm.tokenizer, m, target_text(it.answer)) for m, it in zip(msgs, items)]
+    logp, keep = _token_logp(lm, seqs, state.copy())
+    ce = -(logp * keep).sum() / keep.sum()
+    parts = {"latent_ce": float(ce.detach())}
+    loss = ce
+    if anti_weight > 0:
+        anti = []
+        states = [state.select_rows(derangement(len(items), seed))]
+        if with_random:
+            states.append(latent_state(lm, items, k, thoughts="random")[1])
+        for st in states:
+            lp, kp = _token_logp(lm, seqs, st)
+            p_gold = (lp * kp).sum(1).div(kp.sum(1)).exp()  # geometric-mean token prob of the gold answer
+            anti.append(-torch.log1p(-p_gold.clamp(max=1 - 1e-4)).mean())
+        a = torch.stack(anti).mean()
+        parts["anti"] = float(a.detach())
+        loss = loss + anti_weight * a
+    return loss, parts
+
+
+def text_seqs(tok, prompts: PromptSet, items, rng: random.Random):
+    """Text hand-off samples: holder -> its share as a note, or answerer reading the notes -> answer."""
+    seqs = []
+    for it in items:
+        if rng.random() < 0.5:
+            i = rng.randrange(len(it.shares))
+            seqs.append(_ids(tok, prompts.messages("holder", it.question, share=it.shares[i]), it.shares[i]))
+        else:
+            ctx = [(f"holder_{i}", s) for i, s in enumerate(it.shares)]
+            seqs.append(_ids(tok, prompts.messages("answerer", it.question, ctx), target_text(it.answer)))
+    return seqs
+
+
+def oracle_seqs(tok, prompts: PromptSet, items):
+    return [
+        _ids(tok, prompts.messages("answerer", th.oracle_question(it)), target_text(it.answer))
+        for it in items
+    ]
+
+
+def prepare(cfg: HandoffTrainConfig, lm):
+    """Trainable model: every weight, or LoRA (peft) + a trainable linear aligner on a frozen base."""
+    from latent.model import LatentModel
+    from latent.realign import TrainableAligner
+
+    if not cfg.lora:
+        for p in lm.model.parameters():
+            p.requires_grad_(True)
+        return lm, [{"params": [p for p in lm.model.parameters()], "lr": cfg.lr}]
+    from peft import LoraConfig, get_peft_model
+
+    for p in lm.model.parameters():
+        p.requires_grad_(False)
+    torch.manual_seed(cfg.seed)
+    aligner = TrainableAligner.from_model(lm, kind=cfg.aligner)
+    net = get_peft_model(
+        lm.model,
+        LoraConfig(
+            r=cfg.lora_r,
+            lora_alpha=2 * cfg.lora_r,
+            target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
+            lora_dropout=0.0,
+        ),
+    )
+    out = LatentModel(net, lm.tokenizer, realign=aligner)
+    groups = [
+        {"params": [p for p in net.parameters() if p.requires_grad], "lr": cfg.lr},
+        {"params": list(aligner.parameters()), "lr": cfg.aligner_lr},
+    ]
+    return out, groups
+
+
+def save_model(lm, out: str | Path) -> None:
+    """Weights + tokenizer (full fine-tune) or the LoRA adapter + aligner, loadable by `load_model`."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    lm.model.save_pretrained(out)
+    lm.tokenizer.save_pretrained(out)
+    al = lm.aligner
+    if hasattr(al, "save") and isinstance(al, nn.Module):
+        al.save(out / "aligner.safetensors")
+
+
+def train(cfg: HandoffTrainConfig, lm, save_to: str | Path | None = None) -> tuple[object, list[dict], float]:
+    """The training loop (AdamW, warmup + cosine); returns the trained model, the log and wall seconds."""
+    from finetune.arith_data import signature_disjoint_train, to_messages
+
+    torch.manual_seed(cfg.seed)
+    rng = random.Random(cfg.seed)
+    lm, groups = prepare(cfg, lm)
+    opt = torch.optim.AdamW(groups, weight_decay=0.0)
+    base_lrs = [g["lr"] for g in groups]
+    prompts = PromptSet.load(PROMPT_SET)
+    tok = lm.tokenizer
+    arith = signature_disjoint_train(cfg.steps * cfg.batch_size, cfg.seed) if cfg.arith_frac > 0 else []
+    log, t0, kinds, n_latent = [], time.perf_counter(), {}, 0
+    lm.model.train()
+    for step in range(cfg.steps):
+        prog = step / cfg.steps
+        warm = min(1.0, (step + 1) / 20)
+        for g, lr in zip(opt.param_groups, base_lrs):
+            g["lr"] = lr * warm * 0.5 * (1 + math.cos(math.pi * prog))
+        text_p = max(cfg.text_floor, 1 - (1 - cfg.text_floor) * prog / max(cfg.text_until, 1e-9))
+        level = cfg.levels[step % len(cfg.levels)]
+        items = th.make_items(level, cfg.batch_size, "train", seed=cfg.seed * 100003 + step)
+        u = rng.random()
+        if arith and u < cfg.arith_frac:
+            kind = "arith"
+            ps = arith[step * cfg.batch_size : (step + 1) * cfg.batch_size]
+            loss = sft_loss(lm, [_ids(tok, to_messages(p), p.solution) for p in ps])
+            parts = {}
+        elif u < cfg.arith_frac + (1 - cfg.arith_frac) * text_p:
+            kind, parts = "text", {}
+            loss = sft_loss(lm, text_seqs(tok, prompts, items, rng))
+        elif u < cfg.arith_frac + (1 - cfg.arith_frac) * (text_p + cfg.oracle_frac):
+            kind, parts = "oracle", {}
+            loss = sft_loss(lm, oracle_seqs(tok, prompts, items))
+        else:
+            kind = "latent"
+            n_latent += 1
+            with_random = n_latent % cfg.anti_random_every == 0
+            loss, parts = latent_loss(
+                lm, items, cfg.k_at(prog), cfg.anti_weight, cfg.seed + step, with_random
+            )
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_([p for g in groups for p in g["params"]], 1.0)
+        opt.step()
+        if not cfg.lora and (step + 1) % cfg.realign_every == 0:
+            lm.refresh_aligner()  # the ridge map `load_model` derives from the embeddings, kept current
+        kinds.setdefault(kind, []).append(float(loss.detach()))
+        if save_to is not None and (step + 1) % cfg.save_every == 0:
+            save_model(lm, save_to)
+        if (step + 1) % cfg.log_every == 0:
+            entry = {"step": step + 1, "s": round(time.perf_counter() - t0, 1), "k": cfg.k_at(prog)}
+            entry |= {f"loss_{k}": round(sum(v) / len(v), 4) for k, v in kinds.items()}
+            log.append(entry | {k: round(v, 4) for k, v in parts.items()})
+            logger.info(json.dumps(log[-1]))
+            print(json.dumps(log[-1]), flush=True)
+            kinds = {}
+        if cfg.max_minutes and time.perf_counter() - t0 > 60 * cfg.max_minutes:
+            logger.info("time budget reached at step %d", step + 1)
+            break
+    lm.model.eval()
+    return lm, log, time.perf_counter() - t0
+
+
+def save_config(cfg: HandoffTrainConfig, out: Path, log: list[dict], wall: float) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "handoff_train.json").write_text(
+        json.dumps({"config": asdict(cfg), "log": log, "wall_s": wall}, indent=2)
+    )
+
+
+def freeze_grads(model: nn.Module) -> None:
+    for p in model.parameters():
+        p.requires_grad_(False)

@@ -1,0 +1,59 @@
+"""Hand-off training: gradients reach the LoRA and the aligner through the thoughts; a saved model
+reloads to identical thoughts; arith training items are signature-disjoint from evaluated ones."""
+
+import torch
+
+import finetune.arith_data as ad
+from eval import tasks_handoff as th
+from finetune.train_handoff import HandoffTrainConfig, latent_loss, latent_state, prepare, save_model
+from latent import load_model
+
+
+def _trainable(llama):
+    cfg = HandoffTrainConfig(lora=True, lora_r=4, aligner="linear")
+    return prepare(cfg, load_model(llama.model.name_or_path))
+
+
+def test_gradients_reach_lora_and_aligner_through_the_thoughts(llama):
+    lm, groups = _trainable(llama)
+    items = th.make_items("pick", 3, "train", seed=1)
+    loss, parts = latent_loss(lm, items, k=2, anti_weight=0.5, seed=0)
+    loss.backward()
+    lora = [p for p in groups[0]["params"]]
+    assert lora and any(p.grad is not None and p.grad.abs().sum() > 0 for p in lora)
+    # the aligner acts only inside the thinking loop: a gradient there went through the thoughts
+    al = list(lm.aligner.parameters())
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in al)
+    assert "anti" in parts
+
+
+def test_the_answerer_reads_only_thoughts(llama):
+    """With latent edges the answerer's state holds k thoughts per holder and nothing else."""
+    lm, _ = _trainable(llama)
+    items = th.make_items("pick", 2, "train", seed=2)
+    _, state = latent_state(lm, items, k=3)
+    assert state.length == 2 * 3
+
+
+def test_a_saved_model_reloads_to_identical_thoughts(llama, tmp_path):
+    lm, groups = _trainable(llama)
+    with torch.no_grad():  # move the LoRA and aligner away from their initial values
+        for g in groups:
+            for p in g["params"]:
+                p.add_(0.01 * torch.randn_like(p))
+    save_model(lm, tmp_path / "m")
+    again = load_model(str(tmp_path / "m"))
+    enc = lm.encode([[{"role": "user", "content": "Ann's code is 47. What is Ann's code?"}]])
+    with torch.no_grad():
+        a, _ = lm.think(lm.prefill(**enc), 4)
+        b, _ = again.think(again.prefill(**enc), 4)
+    torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_arith_training_items_are_signature_disjoint_from_evaluated_items():
+    banned = ad.eval_signatures()
+    train = ad.signature_disjoint_train(2000, seed=0)
+    assert len(train) == 2000 and not {ad.solution_signature(p) for p in train} & banned
+    # the unfiltered train stream does collide (what the filter is for)
+    raw = ad.make_problems(2000, 0, "train", (1, 2, 3, 4))
+    assert any(ad.solution_signature(p) in banned for p in raw)

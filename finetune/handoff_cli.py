@@ -23,12 +23,6 @@ EVAL_ROWS = (
 )
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--task", choices=("arith", "handoff"), default="arith", help="what to train on")
-    parser.add_argument("--levels", nargs="+", default=None, help="hand-off levels (relay pick sum)")
-    parser.add_argument("--anti-weight", type=float, default=None, help="anti-shortcut weight (hand-off)")
-
-
 def evaluate(model, levels: list[str], n: int, k: int, seed: int = 0) -> dict:
     """Hand-off rows per level on `n` held-out test items (`bench/handoff.py`'s rows)."""
     from eval import tasks_handoff as th
@@ -71,7 +65,7 @@ def run(cfg, args: argparse.Namespace) -> int:
         base=cfg.base,
         out_dir=cfg.out_dir,
         lora=not builtin,
-        levels=list(args.levels or ("relay", "pick", "sum")),
+        levels=list(cfg.levels),
         latent_steps=k,
         k_schedule=[s for s in (1, 2, 4, 8, 16) if s < k] + [k],
         steps=cfg.max_steps,
@@ -81,7 +75,7 @@ def run(cfg, args: argparse.Namespace) -> int:
         seed=cfg.seed,
         threads=cfg.threads,
         arith_frac=0.15 if builtin else 0.0,
-        anti_weight=0.5 if args.anti_weight is None else args.anti_weight,
+        anti_weight=cfg.anti_weight,
     )
     dest = cfg.export_path if builtin else cache_dir() / "models" / cfg.name
     t0 = time.perf_counter()

@@ -61,6 +61,7 @@ class HandoffTrainConfig:
     oracle_frac: float = 0.1
     arith_frac: float = 0.0
     anti_weight: float = 0.5
+    note_weight: float = 1.0  # thoughts read through the output head should spell the note
     anti_random_every: int = 4  # the random-thought term every this many latent batches (it costs a pass)
     save_every: int = 100
     realign_every: int = 25
@@ -74,6 +75,16 @@ class HandoffTrainConfig:
         return (
             stages[min(int(progress / 0.5 * len(stages)), len(stages) - 1)] if progress < 0.5 else stages[-1]
         )
+
+
+def note_of(share: str) -> str:
+    """The note a holder is trained to hand on: the number first, then whose it is ("53 Sara"), so the
+    first thoughts, which stand where the note's first tokens would, carry the number."""
+    import re
+
+    nums = re.findall(r"\d+", share)
+    name = re.split(r"['\s]", share.strip(), maxsplit=1)[0]
+    return f"{nums[-1]} {name}" if nums else share
 
 
 def target_text(answer: str) -> str:
@@ -117,30 +128,49 @@ def sft_loss(lm, seqs, state=None) -> torch.Tensor:
     return -(logp * keep).sum() / keep.sum()
 
 
-def latent_state(lm, items, k: int, thoughts: str = "real"):
+def latent_state(lm, items, k: int, thoughts: str = "real", memory: WorkingMemory | None = None):
     """The answerer's messages and the state it reads (thoughts KV only), with gradients."""
     cfg = RunConfig(prompts=PROMPT_SET, latent_steps=k, threads=None, thoughts=thoughts)
     g = agents.handoff_graph(len(items[0].shares), "latent")
-    msgs, state = agents.final_agent_view(
-        g,
-        lm,
-        [it.question for it in items],
-        cfg,
-        WorkingMemory(lm, grad=True),
-        shares=[it.shares for it in items],
-    )
-    return msgs, state
+    mem = memory if memory is not None else WorkingMemory(lm, grad=True)
+    questions, shares = [it.question for it in items], [it.shares for it in items]
+    return agents.final_agent_view(g, lm, questions, cfg, mem, shares=shares)
+
+
+def thought_note_loss(lm, mem: WorkingMemory, items) -> torch.Tensor:
+    """Cross-entropy of each holder's thoughts, read through the output head, against its note's first k
+    tokens: thought j stands where note token j would (Coconut-style replacement of the text hand-off)."""
+    tok = lm.tokenizer
+    latents = [s for s in mem.segments if s.kind == "latent"]
+    losses = []
+    for i, seg in enumerate(latents):
+        k = seg.hidden.shape[1]
+        target = torch.full((len(items), k), IGNORE, dtype=torch.long)
+        for r, it in enumerate(items):
+            ids = tok(note_of(it.shares[i]), add_special_tokens=False)["input_ids"][:k]
+            target[r, : len(ids)] = torch.tensor(ids)
+        logits = lm.logits(seg.hidden)
+        flat = target.reshape(-1).to(logits.device)
+        losses.append(
+            nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), flat, ignore_index=IGNORE)
+        )
+    return torch.stack(losses).mean()
 
 
 def latent_loss(
-    lm, items, k: int, anti_weight: float, seed: int, with_random: bool = True
+    lm, items, k: int, anti_weight: float, seed: int, with_random: bool = True, note_weight: float = 0.0
 ) -> tuple[torch.Tensor, dict]:
-    msgs, state = latent_state(lm, items, k)
+    mem = WorkingMemory(lm, grad=True)
+    msgs, state = latent_state(lm, items, k, memory=mem)
     seqs = [_ids(lm.tokenizer, m, target_text(it.answer)) for m, it in zip(msgs, items)]
     logp, keep = _token_logp(lm, seqs, state.copy())
     ce = -(logp * keep).sum() / keep.sum()
     parts = {"latent_ce": float(ce.detach())}
     loss = ce
+    if note_weight > 0:
+        note = thought_note_loss(lm, mem, items)
+        parts["note"] = float(note.detach())
+        loss = loss + note_weight * note
     if anti_weight > 0:
         anti = []
         states = [state.select_rows(derangement(len(items), seed))]
@@ -162,9 +192,10 @@ def text_seqs(tok, prompts: PromptSet, items, rng: random.Random):
     for it in items:
         if rng.random() < 0.5:
             i = rng.randrange(len(it.shares))
-            seqs.append(_ids(tok, prompts.messages("holder", it.question, share=it.shares[i]), it.shares[i]))
+            msgs = prompts.messages("holder", it.question, share=it.shares[i])
+            seqs.append(_ids(tok, msgs, note_of(it.shares[i])))
         else:
-            ctx = [(f"holder_{i}", s) for i, s in enumerate(it.shares)]
+            ctx = [(f"holder_{i}", note_of(s)) for i, s in enumerate(it.shares)]
             seqs.append(_ids(tok, prompts.messages("answerer", it.question, ctx), target_text(it.answer)))
     return seqs
 

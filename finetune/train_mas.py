@@ -93,6 +93,20 @@ class MasTrainConfig:
     eval_n: int = field(default=64, metadata={"help": "held-out problems per method and graph (0 = none)"})
     eval_seed: int = field(default=2024, metadata={"help": "seed of the held-out problems"})
     max_new_tokens: int = field(default=96, metadata={"help": "decode budget at evaluation"})
+    task: str = field(
+        default="arith",
+        metadata={
+            "help": "arith graphs, or the hand-off task (finetune/train_handoff.py)",
+            "choices": ("arith", "handoff"),
+        },
+    )
+    levels: list[str] = field(
+        default_factory=lambda: ["relay", "pick", "sum"],
+        metadata={"help": "hand-off levels (--task handoff)"},
+    )
+    anti_weight: float = field(
+        default=0.5, metadata={"help": "hand-off anti-shortcut weight (--task handoff)"}
+    )
 
     def __post_init__(self) -> None:
         problems = []
@@ -615,9 +629,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from latentworks.args import add_config_arguments
 
     add_config_arguments(parser, MasTrainConfig)
-    from finetune import handoff_cli
-
-    handoff_cli.add_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -626,7 +637,7 @@ def run(args: argparse.Namespace) -> int:
 
     cfg = config_from_args(MasTrainConfig, args)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    if getattr(args, "task", "arith") == "handoff":
+    if cfg.task == "handoff":
         from finetune import handoff_cli
 
         return handoff_cli.run(cfg, args)

@@ -2,7 +2,7 @@
 loss curve). The card records the stages, their commands and wall times, and the solver accuracy on the
 held-out arith problems (seed 2024, 2 x 256), as the other built-in cards do.
 
-Run: python -m finetune.export_handoff_builtin --model runs/handoff-v6b/model --name arith-mini-v6 \
+Run: python bench/export_handoff_builtin.py --model runs/handoff-v6b/model --name arith-mini-v6 \
         --stage runs/handoff-v6 --stage runs/handoff-v6b
 """
 

@@ -243,6 +243,25 @@ def _share_groups(batch: list, graph, cfg: EvalConfig):
         yield group, agents.handoff_graph(n, "kv"), [list(it.meta["shares"]) for it in group]
 
 
+def _batch_records(batch: list, graph, model, run, cfg: EvalConfig, task_name: str, run_id: str) -> list[str]:
+    """One method over one batch: the sealed JSON record lines, in batch order per share group."""
+    import agents
+
+    lines = []
+    for group, g, shares in _share_groups(batch, graph, cfg):
+        questions = [it.question + KIND_INSTRUCTIONS.get(it.kind, "") for it in group]
+        if shares is not None:
+            run_g = replace(run, prompts=HANDOFF_PROMPTS) if run.prompts == "default" else run
+            res = agents.run(g, model, questions, config=run_g, shares=shares)
+        else:
+            res = agents.run(g, model, questions, config=run)
+        keep = cfg.run.inspect_latents > 0
+        lines.extend(
+            json.dumps(seal(_record(it, r, graph.name, task_name, keep), run_id)) for it, r in zip(group, res)
+        )
+    return lines
+
+
 def evaluate(cfg: EvalConfig) -> Path:
     """Run (or resume) the evaluation; returns the output directory.
 
@@ -302,20 +321,7 @@ def evaluate(cfg: EvalConfig) -> Path:
                 if not batch:
                     continue
                 run = replace(cfg.run, method=method, seed=cfg.run.seed + start, progress=False)
-                lines = []
-                for group, g, shares in _share_groups(batch, graph, cfg):
-                    questions = [it.question + KIND_INSTRUCTIONS.get(it.kind, "") for it in group]
-                    if shares is not None:
-                        run_g = replace(run, prompts=HANDOFF_PROMPTS) if run.prompts == "default" else run
-                        res = agents.run(g, model, questions, config=run_g, shares=shares)
-                    else:
-                        res = agents.run(g, model, questions, config=run)
-                    lines.extend(
-                        json.dumps(
-                            seal(_record(it, r, graph.name, task.name, cfg.run.inspect_latents > 0), run_id)
-                        )
-                        for it, r in zip(group, res)
-                    )
+                lines = _batch_records(batch, graph, model, run, cfg, task.name, run_id)
                 with writing(results_file, "append to"):
                     fh.write("".join(line + "\n" for line in lines))
                     fh.flush()

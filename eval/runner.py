@@ -256,9 +256,10 @@ def _batch_records(batch: list, graph, model, run, cfg: EvalConfig, task_name: s
         else:
             res = agents.run(g, model, questions, config=run)
         keep = cfg.run.inspect_latents > 0
-        lines.extend(
-            json.dumps(seal(_record(it, r, graph.name, task_name, keep), run_id)) for it, r in zip(group, res)
-        )
+        for it, r in zip(group, res):
+            rec = _record(it, r, graph.name, task_name, keep)  # `graph`: the run's, which resume checks
+            rec["item_graph"] = g.name  # the per-item holder graph a hand-off item ran on
+            lines.append(json.dumps(seal(rec, run_id)))
     return lines
 
 

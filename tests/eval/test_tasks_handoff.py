@@ -97,7 +97,7 @@ def test_eval_runs_the_handoff_task_with_per_item_graphs(model_dir, tmp_path):
                      out=str(tmp_path / "out"), progress=False)  # fmt: skip
     out = evaluate(cfg)
     recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
-    graphs = {r["item_id"]: r["graph"] for r in recs}
+    graphs = {r["item_id"]: r["item_graph"] for r in recs}
     assert graphs == {"one": "handoff1-kv", "two": "handoff2-kv"}
     agents_of = {r["item_id"]: [a["name"] for a in r["agents"]] for r in recs}
     assert agents_of["two"] == ["holder_0", "holder_1", "answerer"]

@@ -8,13 +8,23 @@ one-time cost, printed separately).
 from __future__ import annotations
 
 import argparse
-import resource
 import threading
 import time
 
 from bench.hostile_corpus import corpus  # run from the project root with PYTHONPATH=.
 from eval.scoring import score
 from eval.symbolic import symbolic_equal
+
+
+def peak_rss_mib() -> float:
+    """This process's own peak resident memory (VmHWM), in MiB.
+
+    Not `getrusage().ru_maxrss`: Linux keeps that across execve, so a process started from a big
+    parent (a pytest run with models loaded) would report the parent's peak as its own.
+    """
+    with open("/proc/self/status") as f:
+        line = next(ln for ln in f if ln.startswith("VmHWM:"))
+    return int(line.split()[1]) / 1024
 
 
 def _timed(item, text, timeout) -> tuple[float, object]:
@@ -39,7 +49,7 @@ def main() -> None:
     symbolic_equal("1", "1")
     print(f"symbolic helper start (once): {time.perf_counter() - start:.2f} s")
     rows = corpus()
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    base = peak_rss_mib()
     print("| output | kind | main thread s | worker thread s | correct |")
     print("|---|---|---|---|---|")
     worst = 0.0
@@ -48,7 +58,7 @@ def main() -> None:
         t_thr, s2 = _in_thread(item, text, args.sandbox_timeout)
         worst = max(worst, t_main, t_thr)
         print(f"| {name} | {item.kind} | {t_main:.3f} | {t_thr:.3f} | {s1.correct}/{s2.correct} |")
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = peak_rss_mib()
     print(
         f"\n{len(rows)} outputs; slowest call {worst:.2f} s; peak RSS {peak:.0f} MiB (after imports {base:.0f} MiB)"
     )

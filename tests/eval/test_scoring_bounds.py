@@ -52,9 +52,10 @@ def test_hostile_output_scores_within_the_limit(idx, where):
 def test_host_memory_stays_bounded():
     """The heaviest outputs, scored in a fresh process: its peak RSS stays under 500 MiB."""
     code = (
-        "import resource, json\nfrom bench.hostile_corpus import corpus\nfrom eval.scoring import score\n"
+        "import json\nfrom bench.hostile_corpus import corpus\nfrom bench.scoring_hostile import peak_rss_mib\n"
+        "from eval.scoring import score\n"
         "for name, item, text in corpus():\n    score(item, text, sandbox_timeout=1.0)\n"
-        "print(json.dumps(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))\n"
+        "print(json.dumps(peak_rss_mib()))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=".")
     assert out.returncode == 0, out.stderr[-2000:]

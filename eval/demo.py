@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from agents.config import RunConfig, default_threads
 from eval.config import EvalConfig
-from latentworks.args import add_config_arguments, config_from_args
+from latent.args import add_config_arguments, config_from_args
 
 # builtin:arith-mini learned latent hand-off with this many thoughts per agent (its card records it);
 # other models get `agents.DEFAULT_LATENT_STEPS` through `latentworks eval`.

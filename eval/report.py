@@ -278,13 +278,13 @@ class ReportOptions:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from latentworks.args import add_config_arguments
+    from latent.args import add_config_arguments
 
     add_config_arguments(parser, ReportOptions, files=False)
 
 
 def run(args: argparse.Namespace) -> int:
-    from latentworks.args import config_from_args
+    from latent.args import config_from_args
 
     print_report(
         config_from_args(ReportOptions, args, files=False).out

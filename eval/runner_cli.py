@@ -7,7 +7,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from eval.config import EvalConfig
-from latentworks.args import add_config_arguments, config_from_args
+from latent.args import add_config_arguments, config_from_args
 
 # `method` comes from --methods; the eval progress bar replaces the per-batch one of `agents.run`
 SKIPPED = ("run.method", "run.progress")

@@ -11,7 +11,7 @@ import importlib
 from dataclasses import dataclass
 from types import ModuleType
 
-from latentworks.args import UsageError, add_subcommands
+from latent.args import UsageError, add_subcommands
 
 __all__ = ["RECIPES", "add_arguments", "run"]
 

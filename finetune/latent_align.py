@@ -105,7 +105,7 @@ class LatentAlignConfig:
 
 def load_config(path: str | os.PathLike | None = None, **overrides: Any) -> LatentAlignConfig:
     """A config from a YAML recipe (optional) plus keyword overrides; unknown keys are an error."""
-    from latentworks.args import config_from_file
+    from latent.args import config_from_file
 
     return config_from_file(LatentAlignConfig, path, **overrides)
 
@@ -429,14 +429,14 @@ def train_and_compare(cfg: LatentAlignConfig) -> dict:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """One flag per LatentAlignConfig field, plus --config and --set (the shared builder)."""
-    from latentworks.args import add_config_arguments
+    from latent.args import add_config_arguments
 
     add_config_arguments(parser, LatentAlignConfig)
 
 
 def run(args: argparse.Namespace) -> int:
     """`latentworks finetune latent-align ...`: validate, train, and print the before/after table."""
-    from latentworks.args import config_from_args
+    from latent.args import config_from_args
 
     cfg = config_from_args(LatentAlignConfig, args)
     t0 = time.perf_counter()

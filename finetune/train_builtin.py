@@ -172,7 +172,7 @@ class BuiltinConfig:
 
 def load_config(path: str | os.PathLike | None = None, **overrides: Any) -> BuiltinConfig:
     """Build a config from a YAML preset (optional) and keyword overrides; unknown keys are an error."""
-    from latentworks.args import config_from_file
+    from latent.args import config_from_file
 
     return config_from_file(BuiltinConfig, path, **overrides)
 
@@ -193,7 +193,7 @@ class BuiltinOptions:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """One flag per BuiltinConfig field (the shared builder), plus --config, --set, --resume, --tiny."""
-    from latentworks.args import add_config_arguments
+    from latent.args import add_config_arguments
 
     add_config_arguments(parser, BuiltinConfig)
     add_config_arguments(parser, BuiltinOptions, files=False)
@@ -722,7 +722,7 @@ Validation accuracy during training:
 
 def run(args: argparse.Namespace) -> int:
     """`latentworks finetune builtin ...`: validate everything, then train, evaluate and export."""
-    from latentworks.args import config_from_args
+    from latent.args import config_from_args
     from latentworks.cli import on_interrupt
 
     opts = config_from_args(BuiltinOptions, args, files=False)

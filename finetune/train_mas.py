@@ -626,14 +626,14 @@ Methods run one after another in one process on a shared 2-core CPU, so wall tim
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """`latentworks finetune mas` / `python -m finetune.train_mas` flags, from `MasTrainConfig`."""
-    from latentworks.args import add_config_arguments
+    from latent.args import add_config_arguments
 
     add_config_arguments(parser, MasTrainConfig)
 
 
 def run(args: argparse.Namespace) -> int:
     """Train from the parsed flags and print the held-out table."""
-    from latentworks.args import config_from_args
+    from latent.args import config_from_args
 
     cfg = config_from_args(MasTrainConfig, args)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -651,7 +651,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from latentworks.args import run_script
+    from latent.args import run_script
 
     return run_script("python -m finetune.train_mas", __doc__.split("\n")[0], add_arguments, run, argv)
 

@@ -13,6 +13,7 @@ import json
 import sys
 from dataclasses import dataclass, field
 
+from latent.args import add_config_arguments, add_subcommands, config_from_args
 from latent.catalogue import (
     BUILTIN_PREFIX,
     CATALOGUE,
@@ -22,7 +23,6 @@ from latent.catalogue import (
     list_builtin_models,
     model_dir,
 )
-from latentworks.args import add_config_arguments, add_subcommands, config_from_args
 
 _NAME_HELP = f"one of: {', '.join(CATALOGUE)}"
 

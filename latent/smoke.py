@@ -21,7 +21,7 @@ class SmokeConfig:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from latentworks.args import add_config_arguments
+    from latent.args import add_config_arguments
 
     add_config_arguments(parser, SmokeConfig, files=False)
 
@@ -30,8 +30,8 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from latent import list_builtin_models, load_model
+    from latent.args import config_from_args
     from latent.testing import tiny_model
-    from latentworks.args import config_from_args
 
     args = config_from_args(SmokeConfig, args)
     torch.set_num_threads(args.threads)

@@ -1,7 +1,7 @@
 """`latentworks` command line: one entry point routing to subcommands that load lazily.
 
 Each subcommand lives in the package that owns it and exposes `add_arguments(parser)` + `run(args)`;
-its flags come from its config dataclass through `latentworks.args`. `--help` and listing import
+its flags come from its config dataclass through `latent.args`. `--help` and listing import
 nothing heavy (no torch). Every user mistake ends as `error: <what>. <fix>` with exit status 2, a
 subcommand whose extra is not installed names the `pip install` line, and Ctrl-C says how to continue.
 `latentworks family <name> ...` calls `families.<name>.demo.main(argv)`.
@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from latent.args import ArgumentParser, UsageError
 from latentworks import __version__
-from latentworks.args import ArgumentParser, UsageError
 
 __all__ = ["COMMANDS", "EXTRAS", "list_families", "main", "on_interrupt"]
 

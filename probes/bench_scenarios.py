@@ -29,20 +29,20 @@ class BenchScenariosConfig:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from latentworks.args import add_config_arguments
+    from latent.args import add_config_arguments
 
     add_config_arguments(parser, BenchScenariosConfig, files=False)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from latentworks.args import run_script
+    from latent.args import run_script
 
     return run_script("python -m probes.bench_scenarios", __doc__.split("\n\n")[0], add_arguments, run, argv)
 
 
 def run(ns: argparse.Namespace) -> int:
     """Run both paths back to back, print timings and the largest disagreements."""
-    from latentworks.args import config_from_args
+    from latent.args import config_from_args
 
     args = config_from_args(BenchScenariosConfig, ns, files=False)
     import torch

@@ -7,8 +7,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from latentworks.args import add_config_arguments
-from latentworks.args import config_from_args as build_config
+from latent.args import add_config_arguments
+from latent.args import config_from_args as build_config
 from probes.config import EXPERIMENTS, ProbeConfig
 
 __all__ = ["add_arguments", "config_from_args", "main", "run"]

@@ -118,7 +118,7 @@ class ExternalConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from latentworks.args import add_config_arguments, run_script
+    from latent.args import add_config_arguments, run_script
 
     return run_script(
         "python -m probes.external",
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(ns: argparse.Namespace) -> int:
-    from latentworks.args import config_from_args
+    from latent.args import config_from_args
 
     args = config_from_args(ExternalConfig, ns, files=False)
     items = load_rho_sycophancy(args.data)  # before loading the model: a missing file fails fast

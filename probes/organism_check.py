@@ -38,20 +38,20 @@ class OrganismCheckConfig:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from latentworks.args import add_config_arguments
+    from latent.args import add_config_arguments
 
     add_config_arguments(parser, OrganismCheckConfig, files=False)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from latentworks.args import run_script
+    from latent.args import run_script
 
     return run_script("python -m probes.organism_check", __doc__.split("\n\n")[0], add_arguments, run, argv)
 
 
 def run(ns: argparse.Namespace) -> int:
     """Load the adapter, print the behaviour against the ground truth."""
-    from latentworks.args import config_from_args
+    from latent.args import config_from_args
 
     args = config_from_args(OrganismCheckConfig, ns, files=False)
     from latent import load_model

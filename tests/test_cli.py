@@ -166,7 +166,7 @@ def test_default_out_is_fresh_and_data_with_generated_task_is_an_error():
 def test_typed_overrides_and_yaml(tmp_path):
     """`--config` YAML < flags < `--set`, typed by the dataclass annotations."""
     from eval.config import EvalConfig
-    from latentworks.args import ArgumentParser, UsageError, add_config_arguments, config_from_args
+    from latent.args import ArgumentParser, UsageError, add_config_arguments, config_from_args
 
     p = ArgumentParser(prog="t")
     add_config_arguments(p, EvalConfig, flatten=("run",), skip=("run.method", "run.progress"))

@@ -1,4 +1,4 @@
-"""The one dataclass-to-argparse builder (`latentworks.args`): positionals, switches, required flags,
+"""The one dataclass-to-argparse builder (`latent.args`): positionals, switches, required flags,
 lazily filled sub-actions, and a command's own options next to its config file."""
 
 import argparse
@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from latentworks.args import (
+from latent.args import (
     ArgumentParser,
     UsageError,
     add_config_arguments,

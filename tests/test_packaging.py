@@ -22,7 +22,7 @@ def test_wheel_contains_builtin_models_prompts_and_configs(tmp_path):
     (wheel,) = tmp_path.glob("latentworks-*.whl")
     archive = zipfile.ZipFile(wheel)
     names = set(archive.namelist())
-    assert "latentworks/cli.py" in names and "latentworks/args.py" in names
+    assert "latentworks/cli.py" in names and "latent/args.py" in names
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "latentworks = latentworks.cli:main" in archive.read(entry_points).decode()
     for model_dir in (ROOT / "latent" / "builtin_models").iterdir():

@@ -1,6 +1,6 @@
 """Properties of the source tree, computed with `ast`: short functions in the core packages, no import
 cycle anywhere, `latent/` as the only door to hidden states (cached forwards, hooks, private names), and
-every command line of the packages built by the one builder in `latentworks/args.py`."""
+every command line of the packages built by the one builder in `latent/args.py`."""
 
 import ast
 import sys
@@ -13,8 +13,9 @@ PACKAGES = ["latent", "agents", "eval", "finetune", "probes", "families", "bench
 SHORT = ["latent", "agents", "eval", "latentworks"]
 MAX_LINES = 80
 HOOKS = {"register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook"}
-# Packages whose command lines come from `latentworks.args` (families/ demos and bench/ scripts keep theirs)
+# Packages whose command lines come from `latent.args` (families/ demos and bench/ scripts keep theirs)
 BUILDER_USERS = ["latent", "agents", "eval", "finetune", "probes"]
+BUILDER = "latent.args"  # the builder itself is the one place argparse is called
 PARSER_CALLS = {"add_argument", "add_parser", "add_subparsers", "add_argument_group", "ArgumentParser"}
 
 
@@ -129,7 +130,7 @@ def hand_built_parsers(packages: list[str]) -> list[str]:
     """argparse used directly (a parser, a flag, a sub-command) instead of the dataclass builder."""
     found = []
     for name, tree in TREES.items():
-        if name.split(".")[0] not in packages:
+        if name.split(".")[0] not in packages or name == BUILDER:
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):

@@ -62,7 +62,7 @@ class AblationOptions:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from latentworks.args import add_config_arguments, config_from_args, run_script
+    from latent.args import add_config_arguments, config_from_args, run_script
 
     def run(args: argparse.Namespace) -> int:
         opts = config_from_args(AblationOptions, args, files=False)

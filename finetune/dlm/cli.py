@@ -19,7 +19,7 @@ from typing import Any
 
 from agents.config import default_threads
 from finetune.dlm.config import DLMConfig
-from latentworks.args import UsageError, add_config_arguments, config_from_args
+from latent.args import UsageError, add_config_arguments, config_from_args
 
 __all__ = ["STAGES", "add_arguments", "run"]
 

@@ -284,6 +284,6 @@ class DLMConfig:
 
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> DLMConfig:
     """Read a YAML preset (or the defaults) and apply `section.key=value` overrides, typed by OmegaConf."""
-    from latentworks.args import config_from_file
+    from latent.args import config_from_file
 
     return config_from_file(DLMConfig, path, overrides or ())

@@ -75,13 +75,13 @@ class SummaryConfig:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from latentworks.args import add_config_arguments
+    from latent.args import add_config_arguments
 
     add_config_arguments(parser, SummaryConfig, files=False)
 
 
 def run(args: argparse.Namespace) -> int:
-    from latentworks.args import UsageError, config_from_args
+    from latent.args import UsageError, config_from_args
 
     cfg = config_from_args(SummaryConfig, args, files=False)
     missing = [d for d in cfg.run_dirs if not (Path(d) / "results.json").is_file()]
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from latentworks.args import run_script
+    from latent.args import run_script
 
     return run_script("python -m finetune.dlm.summary", __doc__.splitlines()[0], add_arguments, run, argv)
 

@@ -92,7 +92,7 @@ def test_every_shipped_recipe_loads():
     finetune.latent_align) opens with its command and loads into that command's config: BuiltinConfig
     (train_builtin, from scratch) or MasTrainConfig (train_mas, multi-agent fine-tuning)."""
     from finetune.train_mas import MasTrainConfig
-    from latentworks.args import config_from_file
+    from latent.args import config_from_file
 
     files = sorted(f for f in RECIPES.rglob("*.yaml") if "latent" not in f.name)
     names = [f.name for f in files]

@@ -12,15 +12,6 @@ from families.aogpt import AOGPT, AOGPTConfig
 from families.demo_cli import load_results
 
 
-@pytest.fixture(autouse=True)
-def _seed():
-    torch.manual_seed(16)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny problems: extra threads only add contention on shared cores
-    yield
-    torch.set_num_threads(threads)
-
-
 def _model(vocab: int = 7, block: int = 8) -> AOGPT:
     m = AOGPT(
         AOGPTConfig(

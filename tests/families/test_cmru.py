@@ -11,17 +11,6 @@ from families.cmru.model import LRUUnit, latch_values
 from families.demo_cli import load_results
 
 
-@pytest.fixture(autouse=True)
-def _seed_and_one_thread():
-    """Seed, and use one intra-op thread: tiny tensors gain nothing from more, and on a shared CPU
-    spinning OpenMP threads can make these tests 10-100x slower."""
-    torch.manual_seed(16)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def _unit(kind: str, hidden: int = 4, state: int = 3) -> MemoryUnit:
     return MemoryUnit(CMRUConfig(unit=kind, hidden_size=hidden, state_size=state, threshold_init=0.5))
 

@@ -18,16 +18,6 @@ from families.conflux.data import latent_factor_series, windows
 from families.demo_cli import load_results
 
 
-@pytest.fixture(autouse=True)
-def _seed_and_one_thread():
-    """Seed, and use one intra-op thread (tiny tensors; spinning threads hurt on a shared CPU)."""
-    torch.manual_seed(16)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.mark.parametrize("method", ["spectral", "hclust", "none"])
 def test_reordering_is_a_permutation_and_inverse_restores_input(method: str) -> None:
     """Every seriation returns a permutation; applying it then its inverse gives the input back exactly."""

@@ -28,12 +28,6 @@ def _rotation(d: int, seed: int) -> np.ndarray:
     return q
 
 
-@pytest.fixture(autouse=True)
-def _seed() -> None:
-    torch.manual_seed(16)
-    torch.set_num_threads(1)  # tiny tensors: extra threads only add contention on the shared 2-core box
-
-
 def test_procrustes_is_orthogonal_and_exact_on_rotated_copy() -> None:
     """Procrustes recovers a rotation: W^T W = I and translations equal the rotated vectors."""
     X = _unit(np.random.default_rng(0).normal(size=(200, 16)))

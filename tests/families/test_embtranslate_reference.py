@@ -21,11 +21,6 @@ from families.embtranslate.hmoe_lora import (
 SMALL = {"hidden_dim": 32, "layer_num": 2, "batch_size": 128}
 
 
-@pytest.fixture(autouse=True)
-def _threads() -> None:
-    torch.set_num_threads(1)
-
-
 def _clustered_pairs(n_per: int = 80, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Four well-separated source clusters, each translated by its own random linear map."""
     rng = np.random.default_rng(seed)

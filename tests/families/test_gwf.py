@@ -12,15 +12,6 @@ from families.gwf import GWFConfig, WassersteinFlowTrainer, mmd2, mmd_witness_gr
 from families.gwf.model import F_DIVERGENCES
 
 
-@pytest.fixture(autouse=True)
-def _seed():
-    torch.manual_seed(16)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny problems: extra threads only add contention on shared cores
-    yield
-    torch.set_num_threads(threads)
-
-
 def test_mmd_witness_gradient_equals_autograd_of_mmd2():
     """B * d MMD^2(x, y) / dx_i equals the gradient of the closed-form witness at x_i."""
     x = torch.randn(40, 2, dtype=torch.float64, requires_grad=True)

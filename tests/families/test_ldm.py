@@ -11,17 +11,6 @@ from families.ldm import LDM, KalmanSSL, KalmanSSLConfig, ica_loss, kalman_filte
 from families.ldm.data import dot_motion, ica_mixture, planted_linear_system
 
 
-@pytest.fixture(autouse=True)
-def _seed_and_one_thread():
-    """Seed, and use one intra-op thread: tiny tensors gain nothing from more, and on a shared CPU
-    spinning OpenMP threads can make these tests 10-100x slower."""
-    torch.manual_seed(16)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def test_kalman_filter_equals_pykalman() -> None:
     """Filtered means, covariances-driven predictions and the log-likelihood match pykalman exactly."""
     pykalman = pytest.importorskip("pykalman", reason="reference filter")

@@ -10,16 +10,6 @@ from families.llapdiff import LLapDiff, LLapDiffConfig, PoleBank, crps_ensemble,
 from families.llapdiff.data import regime_oscillators
 
 
-@pytest.fixture(autouse=True)
-def _seed_and_one_thread():
-    """Seed, and use one intra-op thread (tiny tensors; spinning threads hurt on a shared CPU)."""
-    torch.manual_seed(16)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def test_every_pole_has_positive_decay_and_bounded_frequency() -> None:
     """rho > 0 and 0 < omega < pi for extreme raw parameters and extreme per-sample shifts."""
     bank = PoleBank(6, alpha_min=1e-3)

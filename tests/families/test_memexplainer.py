@@ -37,11 +37,6 @@ TINY = dict(
 )
 
 
-@pytest.fixture(autouse=True)
-def _seed() -> None:
-    torch.manual_seed(16)
-
-
 def _random_model(seed: int, scale: float = 2.0) -> MemTGN:
     """A random float64 TGN; `scale` enlarges the weights so gates and tanh leave their linear range."""
     torch.manual_seed(seed)

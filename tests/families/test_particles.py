@@ -22,15 +22,6 @@ from families.particles import (
 )
 
 
-@pytest.fixture(autouse=True)
-def _seed():
-    torch.manual_seed(16)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny problems: extra threads only add contention on shared cores
-    yield
-    torch.set_num_threads(threads)
-
-
 def _setup(interaction: float = 1.0, scale: float = 20.0, n: int = 48, t_final: float = 6.0):
     cfg = ParticlesConfig(n_particles=n, interaction=interaction, perceptron_scale=scale, t_final=t_final)
     perc = Perceptron.random(cfg, torch.Generator().manual_seed(0)) if scale > 0 else None

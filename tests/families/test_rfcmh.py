@@ -21,11 +21,6 @@ from families.rfcmh.data import symmetric_label_noise
 from families.rfcmh.model import intra_loss, q_surrogate
 
 
-@pytest.fixture(autouse=True)
-def _seed() -> None:
-    torch.manual_seed(16)
-
-
 def _all_events(K: int) -> list[torch.Tensor]:
     return [torch.tensor([(m >> k) & 1 for k in range(K)], dtype=torch.bool) for m in range(2**K)]
 

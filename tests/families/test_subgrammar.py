@@ -20,17 +20,6 @@ from families.subgrammar import (
 from families.subgrammar.grammar import EOS
 
 
-@pytest.fixture(autouse=True)
-def _threads():
-    import torch
-
-    torch.manual_seed(16)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny problems: extra threads only add contention on shared cores
-    yield
-    torch.set_num_threads(threads)
-
-
 def _bigram_logq(grammar: PCFG, seed: int = 0):
     """A model with known probabilities: a random bigram table q(next | previous token)."""
     vocab = ["<bos>", EOS, *grammar.terminals()]

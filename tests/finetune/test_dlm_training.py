@@ -104,15 +104,7 @@ def test_mini_sft_then_grpo_on_a_tiny_model(samples, tmp_path, caplog):
     from finetune.dlm.grpo import run_grpo
     from finetune.dlm.sft import run_sft
 
-    cfg = SFTRunConfig(
-        hidden_size=32,
-        num_hidden_layers=1,
-        vocab_size=300,
-        epochs=1,
-        batch_size=16,
-        max_length=256,
-        warmup_steps=0,
-    )
+    cfg = _tiny_sft_cfg(epochs=1)
     metrics = run_sft(cfg, samples[:16], tmp_path)  # 16 samples / batch 16 = one optimiser step
     assert metrics["samples"] == 16
     before, after = (
@@ -154,15 +146,7 @@ def test_sft_with_lora_saves_a_merged_model(samples, tmp_path):
 
     from finetune.dlm.sft import run_sft
 
-    cfg = SFTRunConfig(
-        hidden_size=32,
-        num_hidden_layers=1,
-        vocab_size=300,
-        epochs=1,
-        batch_size=16,
-        max_length=256,
-        warmup_steps=0,
-    )
+    cfg = _tiny_sft_cfg(epochs=1)
     cfg.lora, cfg.learning_rate = True, 1e-2  # a large step so the merged delta is visible after one update
     run_sft(cfg, samples[:16], tmp_path)
     assert not (tmp_path / "sft" / "adapter_config.json").exists()
@@ -267,15 +251,7 @@ def test_grpo_raises_a_tiny_task_reward_above_sft(samples, tmp_path):
     from finetune.dlm.grpo import train_grpo
     from finetune.dlm.sft import run_sft
 
-    cfg = SFTRunConfig(
-        hidden_size=32,
-        num_hidden_layers=1,
-        vocab_size=300,
-        epochs=1,
-        batch_size=16,
-        max_length=256,
-        warmup_steps=0,
-    )
+    cfg = _tiny_sft_cfg(epochs=1)
     run_sft(cfg, samples[:16], tmp_path)
     prompts = [s["prompt"] for s in samples if s["prompt"][1]["role"] == "user"][:8]
     gcfg = GRPORunConfig(

@@ -27,6 +27,7 @@ import platform
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agents.handoff import PROMPT_SET as HANDOFF_PROMPTS
 from eval.config import EvalConfig
@@ -41,6 +42,9 @@ from eval.results_store import (
     writing,
 )
 from eval.run_records import RECORD_FORMAT, RunExpectation, new_run_id, run_id_of, seal
+
+if TYPE_CHECKING:
+    from latent import LatentModel
 
 logger = logging.getLogger(__name__)
 
@@ -243,7 +247,9 @@ def _share_groups(batch: list, graph, cfg: EvalConfig):
         yield group, agents.handoff_graph(n, "kv"), [list(it.meta["shares"]) for it in group]
 
 
-def _batch_records(batch: list, graph, model, run, cfg: EvalConfig, task_name: str, run_id: str) -> list[str]:
+def _batch_records(
+    batch: list, graph, model: LatentModel, run, cfg: EvalConfig, task_name: str, run_id: str
+) -> list[str]:
     """One method over one batch: the sealed JSON record lines, in batch order per share group."""
     import agents
 

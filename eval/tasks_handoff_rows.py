@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import agents
 from agents.handoff import PROMPT_SET
@@ -12,6 +13,9 @@ from eval import tasks_handoff as th
 from eval.report import wilson
 from eval.scoring import score
 from eval.tasks import Item
+
+if TYPE_CHECKING:
+    from latent import LatentModel
 
 # row -> (method, edge mode, thoughts, oracle prompt)
 ROWS = {
@@ -55,7 +59,9 @@ def _batch_size(n: int, want: int) -> int:
     return max(n, 1)
 
 
-def run_row(model, items: list[th.HandoffItem], name: str, k: int, max_new_tokens: int, batch: int) -> Row:
+def run_row(
+    model: LatentModel, items: list[th.HandoffItem], name: str, k: int, max_new_tokens: int, batch: int
+) -> Row:
     method, mode, thoughts, oracle = ROWS[name]
     correct, bytes_in, wall = 0, 0.0, 0.0
     groups: dict[int, list[th.HandoffItem]] = {}

@@ -11,6 +11,10 @@ import argparse
 import json
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from latent import LatentModel
 
 EVAL_ROWS = (
     "no_info",
@@ -23,7 +27,7 @@ EVAL_ROWS = (
 )
 
 
-def evaluate(model, levels: list[str], n: int, k: int, seed: int = 0) -> dict:
+def evaluate(model: LatentModel, levels: list[str], n: int, k: int, seed: int = 0) -> dict:
     """Hand-off rows per level on `n` held-out test items (`bench/handoff.py`'s rows)."""
     from eval import tasks_handoff as th
     from eval.tasks_handoff_rows import run_row

@@ -37,7 +37,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -50,6 +50,9 @@ from finetune.arith_data import (
     make_problems,
     to_messages,
 )
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 logger = logging.getLogger(__name__)
 
@@ -240,7 +243,7 @@ LLAMA_FIELDS = (
 )
 
 
-def build_model(cfg: BuiltinConfig, tok) -> torch.nn.Module:
+def build_model(cfg: BuiltinConfig, tok: PreTrainedTokenizerBase) -> torch.nn.Module:
     """A Llama-style decoder sized by ``cfg``, tied embeddings (saves vocab x hidden parameters)."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -267,7 +270,9 @@ def _steps_for(progress: float, cfg: BuiltinConfig) -> tuple[int, ...]:
     return (1, 2, 2, 3, 3, 3, 4, 2, 3, 4)
 
 
-def encode_sft(tok, problem: ArithProblem, role: str, context: str | None) -> tuple[list[int], list[int]]:
+def encode_sft(
+    tok: PreTrainedTokenizerBase, problem: ArithProblem, role: str, context: str | None
+) -> tuple[list[int], list[int]]:
     """Token ids and labels of one chat sample; labels are IGNORE_INDEX outside the assistant turn.
 
     Prompt and completion are tokenized separately, exactly as generation sees them (the prompt ends
@@ -282,14 +287,18 @@ def encode_sft(tok, problem: ArithProblem, role: str, context: str | None) -> tu
     return p_ids + c_ids + nl, [IGNORE_INDEX] * len(p_ids) + c_ids + [IGNORE_INDEX] * len(nl)
 
 
-def encode_pretrain(tok, problem: ArithProblem, drill: bool) -> tuple[list[int], list[int]]:
+def encode_pretrain(
+    tok: PreTrainedTokenizerBase, problem: ArithProblem, drill: bool
+) -> tuple[list[int], list[int]]:
     """A plain-text document (question + solution, or the bare solution), loss on every token."""
     text = (problem.solution if drill else problem.question + "\n" + problem.solution) + tok.eos_token + "\n"
     ids = tok(text, add_special_tokens=False)["input_ids"]
     return ids, list(ids)
 
 
-def make_batch(tok, cfg: BuiltinConfig, step: int, progress: float) -> tuple[torch.Tensor, torch.Tensor]:
+def make_batch(
+    tok: PreTrainedTokenizerBase, cfg: BuiltinConfig, step: int, progress: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Pack whole documents into ``batch_size`` rows of ``seq_len`` tokens (no document is split).
 
     Documents in a row attend to earlier ones (no block mask); each row starts at a document start, and
@@ -336,8 +345,8 @@ def make_batch(tok, cfg: BuiltinConfig, step: int, progress: float) -> tuple[tor
 
 @torch.no_grad()
 def generate_solutions(
-    model,
-    tok,
+    model: PreTrainedModel,
+    tok: PreTrainedTokenizerBase,
     problems: list[ArithProblem],
     role: str = "solver",
     batch_size: int = 64,
@@ -378,7 +387,7 @@ def generate_solutions(
 
 
 def accuracy_by_steps(
-    model, tok, problems: list[ArithProblem], batch_size: int = 64
+    model: PreTrainedModel, tok: PreTrainedTokenizerBase, problems: list[ArithProblem], batch_size: int = 64
 ) -> tuple[dict[int, float], list[bool]]:
     """Exact-match accuracy of the boxed integer, per step count, plus the per-problem outcomes."""
     texts = generate_solutions(model, tok, problems, batch_size=batch_size)
@@ -532,7 +541,9 @@ def train_loop(
 # ----------------------------------------------------------------------------- final model + card
 
 
-def finish(cfg: BuiltinConfig, model, tok, state: dict, n_params: int) -> dict:
+def finish(
+    cfg: BuiltinConfig, model: PreTrainedModel, tok: PreTrainedTokenizerBase, state: dict, n_params: int
+) -> dict:
     """Load the best checkpoint (by validation accuracy), test it, save it with its card."""
     import transformers
     from transformers import GenerationConfig

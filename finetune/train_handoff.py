@@ -24,6 +24,7 @@ import random
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -35,6 +36,11 @@ from agents.latentmas import derangement
 from agents.prompts import PromptSet
 from eval import tasks_handoff as th
 from latent.memory import WorkingMemory
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from latent import LatentModel
 
 logger = logging.getLogger(__name__)
 IGNORE = -100
@@ -91,7 +97,7 @@ def target_text(answer: str) -> str:
     return f"\\boxed{{{answer}}}"
 
 
-def _ids(tok, msgs: list[dict], target: str) -> tuple[list[int], list[int]]:
+def _ids(tok: PreTrainedTokenizerBase, msgs: list[dict], target: str) -> tuple[list[int], list[int]]:
     text = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
     p = tok(text, add_special_tokens=False)["input_ids"]
     c = tok(target + tok.eos_token, add_special_tokens=False)["input_ids"]
@@ -112,7 +118,7 @@ def _left_pad(seqs, pad: int):
     return ids, mask, labels
 
 
-def _token_logp(lm, seqs, state):
+def _token_logp(lm: LatentModel, seqs, state):
     """Per-token log-probs (B, T-1) of the labels and the label mask, after `state`."""
     ids, mask, labels = _left_pad(seqs, int(lm.tokenizer.pad_token_id))
     hidden, _ = lm.forward_embeds(lm.embed(ids.to(lm.device)), mask.to(lm.device), state)
@@ -123,12 +129,12 @@ def _token_logp(lm, seqs, state):
     return logp, keep
 
 
-def sft_loss(lm, seqs, state=None) -> torch.Tensor:
+def sft_loss(lm: LatentModel, seqs, state=None) -> torch.Tensor:
     logp, keep = _token_logp(lm, seqs, state)
     return -(logp * keep).sum() / keep.sum()
 
 
-def latent_state(lm, items, k: int, thoughts: str = "real", memory: WorkingMemory | None = None):
+def latent_state(lm: LatentModel, items, k: int, thoughts: str = "real", memory: WorkingMemory | None = None):
     """The answerer's messages and the state it reads (thoughts KV only), with gradients."""
     cfg = RunConfig(prompts=PROMPT_SET, latent_steps=k, threads=None, thoughts=thoughts)
     g = agents.handoff_graph(len(items[0].shares), "latent")
@@ -137,7 +143,7 @@ def latent_state(lm, items, k: int, thoughts: str = "real", memory: WorkingMemor
     return agents.final_agent_view(g, lm, questions, cfg, mem, shares=shares)
 
 
-def thought_note_loss(lm, mem: WorkingMemory, items) -> torch.Tensor:
+def thought_note_loss(lm: LatentModel, mem: WorkingMemory, items) -> torch.Tensor:
     """Cross-entropy of each holder's thoughts, read through the output head, against its note's first k
     tokens: thought j stands where note token j would (Coconut-style replacement of the text hand-off)."""
     tok = lm.tokenizer
@@ -158,7 +164,13 @@ def thought_note_loss(lm, mem: WorkingMemory, items) -> torch.Tensor:
 
 
 def latent_loss(
-    lm, items, k: int, anti_weight: float, seed: int, with_random: bool = True, note_weight: float = 0.0
+    lm: LatentModel,
+    items,
+    k: int,
+    anti_weight: float,
+    seed: int,
+    with_random: bool = True,
+    note_weight: float = 0.0,
 ) -> tuple[torch.Tensor, dict]:
     mem = WorkingMemory(lm, grad=True)
     msgs, state = latent_state(lm, items, k, memory=mem)
@@ -186,7 +198,7 @@ def latent_loss(
     return loss, parts
 
 
-def text_seqs(tok, prompts: PromptSet, items, rng: random.Random):
+def text_seqs(tok: PreTrainedTokenizerBase, prompts: PromptSet, items, rng: random.Random):
     """Text hand-off samples: holder -> its share as a note, or answerer reading the notes -> answer."""
     seqs = []
     for it in items:
@@ -200,14 +212,14 @@ def text_seqs(tok, prompts: PromptSet, items, rng: random.Random):
     return seqs
 
 
-def oracle_seqs(tok, prompts: PromptSet, items):
+def oracle_seqs(tok: PreTrainedTokenizerBase, prompts: PromptSet, items):
     return [
         _ids(tok, prompts.messages("answerer", th.oracle_question(it)), target_text(it.answer))
         for it in items
     ]
 
 
-def prepare(cfg: HandoffTrainConfig, lm):
+def prepare(cfg: HandoffTrainConfig, lm: LatentModel):
     """Trainable model: every weight, or LoRA (peft) + a trainable linear aligner on a frozen base."""
     from latent.model import LatentModel
     from latent.realign import TrainableAligner
@@ -239,7 +251,7 @@ def prepare(cfg: HandoffTrainConfig, lm):
     return out, groups
 
 
-def save_model(lm, out: str | Path) -> None:
+def save_model(lm: LatentModel, out: str | Path) -> None:
     """Weights + tokenizer (full fine-tune) or the LoRA adapter + aligner, loadable by `load_model`."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -250,7 +262,9 @@ def save_model(lm, out: str | Path) -> None:
         al.save(out / "aligner.safetensors")
 
 
-def train(cfg: HandoffTrainConfig, lm, save_to: str | Path | None = None) -> tuple[object, list[dict], float]:
+def train(
+    cfg: HandoffTrainConfig, lm: LatentModel, save_to: str | Path | None = None
+) -> tuple[object, list[dict], float]:
     """The training loop (AdamW, warmup + cosine); returns the trained model, the log and wall seconds."""
     from finetune.arith_data import signature_disjoint_train, to_messages
 

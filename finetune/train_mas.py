@@ -28,6 +28,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -39,6 +40,11 @@ from finetune.arith_data import (
     make_context,
     make_problems,
 )
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from latent import LatentModel
 
 logger = logging.getLogger(__name__)
 
@@ -181,7 +187,7 @@ def _drafts(cfg: MasTrainConfig, problem: ArithProblem, rng: random.Random, upst
 class MasCollator:
     """Row indices -> one batch, text or latent (decided per batch, deterministic in the first index)."""
 
-    def __init__(self, cfg: MasTrainConfig, tokenizer) -> None:
+    def __init__(self, cfg: MasTrainConfig, tokenizer: PreTrainedTokenizerBase) -> None:
         from agents import Graph, PromptSet
 
         self.cfg, self.tok = cfg, tokenizer
@@ -258,7 +264,7 @@ def _left_pad(seqs: list[tuple[list[int], list[int]]], pad: int):
 # ----------------------------------------------------------------------------- the trained path
 
 
-def memory_state(lm, questions: list[str], graph: str, thoughts: int, prompts: str = "default"):
+def memory_state(lm: LatentModel, questions: list[str], graph: str, thoughts: int, prompts: str = "default"):
     """The state the final agent of `graph` reads under latent_mas, built with gradients."""
     from agents import RunConfig, final_agent_view
     from latent.memory import WorkingMemory
@@ -268,7 +274,7 @@ def memory_state(lm, questions: list[str], graph: str, thoughts: int, prompts: s
     return state
 
 
-def mas_loss(lm, batch: dict) -> torch.Tensor:
+def mas_loss(lm: LatentModel, batch: dict) -> torch.Tensor:
     """Cross-entropy on the assistant tokens of a text batch, or of the final agent after the latent_mas
     memory of its graph for a latent batch (gradients through every latent thought)."""
     questions = batch.get("questions")
@@ -294,14 +300,14 @@ def _trainer_class():
             super().__init__(model=latent_model.model, **kwargs)
             self.latent_model = latent_model
 
-        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        def compute_loss(self, model: nn.Module, inputs, return_outputs=False, num_items_in_batch=None):
             loss = mas_loss(self.latent_model, inputs)
             return (loss, None) if return_outputs else loss
 
     return MasTrainer
 
 
-def _callbacks(cfg: MasTrainConfig, lm, collator: MasCollator):
+def _callbacks(cfg: MasTrainConfig, lm: LatentModel, collator: MasCollator):
     from transformers import TrainerCallback
 
     class CurriculumCallback(TrainerCallback):
@@ -327,7 +333,7 @@ def _callbacks(cfg: MasTrainConfig, lm, collator: MasCollator):
     return [CurriculumCallback()]
 
 
-def train(cfg: MasTrainConfig, lm) -> tuple[list[dict], int]:
+def train(cfg: MasTrainConfig, lm: LatentModel) -> tuple[list[dict], int]:
     """The `transformers.Trainer` loop; returns the loss log and the steps taken."""
     from datasets import Dataset
     from transformers import TrainingArguments
@@ -418,7 +424,7 @@ def evaluate(cfg: MasTrainConfig, model_path: str) -> list[dict]:
     return rows
 
 
-def export(cfg: MasTrainConfig, lm) -> Path:
+def export(cfg: MasTrainConfig, lm: LatentModel) -> Path:
     """Save weights, tokenizer and configs as a loadable model directory with the longer context."""
     out = cfg.export_path
     tmp = out.with_name(out.name + ".partial")
@@ -483,8 +489,7 @@ def plot_loss(log: list[dict], path: Path) -> None:
 
 def _load_base(cfg: MasTrainConfig):
     """The base model with its context raised to `context_length` (RoPE needs no new weights)."""
-    from latent import load_model
-    from latent.model import LatentModel
+    from latent import LatentModel, load_model
 
     lm = load_model(cfg.base, device="cpu" if not torch.cuda.is_available() else None)
     lm.model.config.max_position_embeddings = cfg.context_length
@@ -519,7 +524,7 @@ def train_and_export(cfg: MasTrainConfig, recipe: str | None = None) -> dict:
     return card
 
 
-def _card(cfg, lm, path: Path, recipe, log, steps, train_s, eval_s, solver, rows) -> dict:
+def _card(cfg, lm: LatentModel, path: Path, recipe, log, steps, train_s, eval_s, solver, rows) -> dict:
     import transformers
 
     n_params = sum(p.numel() for p in lm.model.parameters())

@@ -19,8 +19,12 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from latent.catalogue import PullableModel, catalogue_entry, is_pulled, model_dir
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 class PullError(RuntimeError):
@@ -194,7 +198,7 @@ def _convert(entry: PullableModel, gguf: Path, out: Path, progress: bool) -> int
     return sum(p.numel() for p in fresh.parameters())
 
 
-def _tied_keys(model) -> set[str]:
+def _tied_keys(model: PreTrainedModel) -> set[str]:
     tied = getattr(model, "_tied_weights_keys", None) or {}
     return set(tied) if not isinstance(tied, dict) else set(tied.keys())
 

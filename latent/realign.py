@@ -18,9 +18,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
+
+if TYPE_CHECKING:
+    from latent.model import LatentModel
 
 Aligner = Callable[[torch.Tensor], torch.Tensor]
 """A map from last-layer hidden states (..., D) to input embeddings (..., D)."""
@@ -179,7 +183,7 @@ class TrainableAligner(nn.Module):
         return cls(hidden_size, kind, mlp_hidden, realigner.target_norm, realigner.matrix)
 
     @classmethod
-    def from_model(cls, model, kind: str = "linear", mlp_hidden: int = 0, lam: float = 1e-5):
+    def from_model(cls, model: LatentModel, kind: str = "linear", mlp_hidden: int = 0, lam: float = 1e-5):
         """The ridge map of a `LatentModel`, as a trainable module on the model's device."""
         hf = model._hf
         ridge = Realigner.from_model(hf.get_input_embeddings(), hf.get_output_embeddings().weight, lam=lam)

@@ -17,11 +17,15 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from probes.data import Item
+
+if TYPE_CHECKING:
+    from latent import LatentModel
 
 __all__ = ["POSITIONS", "ROLE_LABELS", "ActivationSet", "capture_items", "render", "transcript"]
 
@@ -101,7 +105,7 @@ def transcript(messages: list[dict], bos: str = "") -> str:
     return f"{bos}{turns}Assistant:"
 
 
-def render(m, item: Item) -> str:
+def render(m: LatentModel, item: Item) -> str:
     """Prompt text of `item` under the model's chat template (a plain `transcript` when the tokenizer has
     none, as for base models), with `item.answer` appended if present (after a space in a transcript)."""
     tok = m.tokenizer
@@ -119,7 +123,7 @@ def _batches(n: int, size: int):
 
 @torch.no_grad()
 def capture_items(
-    m,
+    m: LatentModel,
     items: list[Item],
     layers: list[int | str],
     position: str = "last",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from probes import behaviour as B
@@ -9,6 +11,9 @@ from probes.activations import ActivationSet
 from probes.config import ProbeConfig
 from probes.data import Item, load_requests, sycophancy_factual, sycophancy_opinion
 from probes.report import mean_ci
+
+if TYPE_CHECKING:
+    from latent import LatentModel
 
 __all__ = [
     "af_table",
@@ -25,7 +30,7 @@ __all__ = [
 ]
 
 
-def layers_for(m, cfg: ProbeConfig) -> list[int]:
+def layers_for(m: LatentModel, cfg: ProbeConfig) -> list[int]:
     if cfg.layers:
         return sorted({m.layer_index(x) for x in cfg.layers})
     n = m.num_layers
@@ -124,7 +129,7 @@ def z_scale(scores: np.ndarray, ref: ActivationSet, layer: int, u: np.ndarray) -
     return (scores - lo) / (hi - lo) if abs(hi - lo) > 1e-12 else np.full_like(scores, np.nan)
 
 
-def header(title: str, m, cfg: ProbeConfig, wall: float) -> str:
+def header(title: str, m: LatentModel, cfg: ProbeConfig, wall: float) -> str:
     return (
         f"# {title}\n\nModel `{cfg.model}` ({m.num_layers} layers, hidden {m.hidden_size}); n={cfg.n}, seed={cfg.seed}, "
         f"template={cfg.template}, wall {wall:.0f} s.\n\n"

@@ -14,6 +14,7 @@ import random
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.stats import spearmanr
@@ -28,6 +29,9 @@ from probes.elicit import elicit_items, elicited_p_eval
 from probes.report import bar_plot, md_table, write_result
 from probes.scenario_pass import read_scenarios
 from probes.stats import cluster_bootstrap, decide, gate
+
+if TYPE_CHECKING:
+    from latent import LatentModel
 
 __all__ = ["judge_agreement", "measure", "report", "run_e1", "scenario_items", "statistics", "verdicts"]
 
@@ -66,7 +70,7 @@ def _format_control(cset, layers: list[int], seed: int) -> list[dict]:
     return rows
 
 
-def measure(m, cfg: ProbeConfig) -> dict:
+def measure(m: LatentModel, cfg: ProbeConfig) -> dict:
     """Everything E1 needs from the model: activations, elicited P(eval), replies; `seconds` per phase."""
     clock, seconds = time.perf_counter(), {}
 
@@ -277,7 +281,7 @@ def _unless(verdict: str, reads: str) -> str:
     )
 
 
-def report(meas: dict, st: dict, m, cfg: ProbeConfig, wall: float) -> str:
+def report(meas: dict, st: dict, m: LatentModel, cfg: ProbeConfig, wall: float) -> str:
     """Markdown report of one E1 run."""
     scans, best = meas["scans"], meas["best"]
     scan_rows = [
@@ -383,7 +387,7 @@ def _plots(meas: dict, st: dict, out: Path) -> None:
     )
 
 
-def run_e1(m, cfg: ProbeConfig) -> dict:
+def run_e1(m: LatentModel, cfg: ProbeConfig) -> dict:
     """E1: measure, compute clustered statistics, write e1.json / e1.md / plots."""
     t0 = time.perf_counter()
     out = Path(cfg.out) / "e1"

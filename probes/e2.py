@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -49,13 +50,16 @@ from probes.report import heatmap, md_table, write_result
 from probes.stats import cluster_bootstrap, decide, gate
 from probes.steering import SteerSpec, direction_vector, generate_texts, perplexity, random_like, sweep
 
+if TYPE_CHECKING:
+    from latent import LatentModel
+
 __all__ = ["measure", "report", "run_e2", "statistics"]
 
 NAMES = ("S", "E", "A", "R")
 
 
 def concept_sets(
-    m, cfg: ProbeConfig, layers: list[int]
+    m: LatentModel, cfg: ProbeConfig, layers: list[int]
 ) -> dict[str, tuple[ActivationSet, np.ndarray, np.ndarray]]:
     """name -> (activations, labels, cluster ids). Clusters: problem / pair ids (S, E), requests (A, R)."""
     s = capture_items(m, s_items(cfg.n, cfg.seed), layers, "answer", cfg.batch_size)
@@ -71,7 +75,7 @@ def concept_sets(
     }
 
 
-def _behaviour_pair(m, syc: list[Item], af: list[Item], spec, cfg: ProbeConfig) -> dict:
+def _behaviour_pair(m: LatentModel, syc: list[Item], af: list[Item], spec, cfg: ProbeConfig) -> dict:
     ts = generate_texts(m, syc, spec, cfg.max_new_tokens, cfg.batch_size)
     ta = generate_texts(m, af, spec, cfg.af_max_new_tokens, cfg.batch_size)
     gap = gap_where(af, ta, cfg.n_boot, cfg.seed)
@@ -95,7 +99,7 @@ def _probe_layer(sets: dict, layers: list[int], seed: int) -> int:
 
 
 def _steering(
-    m, sets: dict, best: int, layers: list[int], cfg: ProbeConfig
+    m: LatentModel, sets: dict, best: int, layers: list[int], cfg: ProbeConfig
 ) -> tuple[list[dict], float, list[dict]]:
     """Layer x alpha sweep of S (sycophancy rate) and the cross-effect table at the probe layer."""
     n = cfg.steer_n or cfg.n
@@ -139,7 +143,7 @@ def _steering(
     return rows, alpha, cross
 
 
-def measure(m, cfg: ProbeConfig) -> dict:
+def measure(m: LatentModel, cfg: ProbeConfig) -> dict:
     """Everything E2 needs from the model."""
     layers = layers_for(m, cfg)
     sets = concept_sets(m, cfg, layers)
@@ -246,7 +250,7 @@ def statistics(meas: dict, cfg: ProbeConfig) -> dict:
     )
 
 
-def report(meas: dict, st: dict, m, cfg: ProbeConfig, wall: float) -> str:
+def report(meas: dict, st: dict, m: LatentModel, cfg: ProbeConfig, wall: float) -> str:
     best, null = meas["best"], st["random_cos_null95"]
     txt = header("E2: sycophancy vs scheming: geometry, transfer, steering cross-effects", m, cfg, wall)
     txt += (
@@ -364,7 +368,7 @@ def _plot_sweep(rows: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
-def run_e2(m, cfg: ProbeConfig) -> dict:
+def run_e2(m: LatentModel, cfg: ProbeConfig) -> dict:
     """E2: measure, clustered statistics, write e2.json / e2.md / plots."""
     t0 = time.perf_counter()
     out = Path(cfg.out) / "e2"

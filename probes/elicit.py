@@ -15,12 +15,18 @@ Only public `LatentModel` calls are used: `encode`, `prefill`, `logits`.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from probes.activations import render
 from probes.data import Item
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from latent import LatentModel
 
 __all__ = [
     "DEPLOY_OPTION",
@@ -59,7 +65,7 @@ def elicit_items(items: list[Item]) -> list[Item]:
     return out
 
 
-def letter_ids(tokenizer) -> dict[str, int]:
+def letter_ids(tokenizer: PreTrainedTokenizerBase) -> dict[str, int]:
     """Token ids of the option letters as they follow "(" (single tokens; raises otherwise)."""
     ids = {}
     for letter in ("A", "B"):
@@ -70,7 +76,9 @@ def letter_ids(tokenizer) -> dict[str, int]:
     return ids
 
 
-def letter_probs(m, last_hidden: torch.Tensor, items: list[Item]) -> tuple[np.ndarray, np.ndarray]:
+def letter_probs(
+    m: LatentModel, last_hidden: torch.Tensor, items: list[Item]
+) -> tuple[np.ndarray, np.ndarray]:
     """(P(eval), letter mass) from the last-position hidden states (B, D) of `items` (from `elicit_items`)."""
     ids = letter_ids(m.tokenizer)
     probs = m.logits(last_hidden).float().softmax(-1)  # (B, V)
@@ -80,7 +88,7 @@ def letter_probs(m, last_hidden: torch.Tensor, items: list[Item]) -> tuple[np.nd
 
 
 @torch.no_grad()
-def elicited_p_eval(m, items: list[Item], batch_size: int = 16) -> tuple[np.ndarray, np.ndarray]:
+def elicited_p_eval(m: LatentModel, items: list[Item], batch_size: int = 16) -> tuple[np.ndarray, np.ndarray]:
     """(P(eval), letter mass) per item of `elicit_items(...)` output, from the next-token distribution.
     Prompts are batched by length (less padding); results are in the order of `items`."""
     if not items:

@@ -21,6 +21,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -30,6 +31,9 @@ from probes.data import Item
 from probes.elicit import ANSWER_PREFIX, letter_ids
 from probes.report import md_table, write_result
 from probes.stats import cluster_bootstrap, decide
+
+if TYPE_CHECKING:
+    from latent import LatentModel
 
 __all__ = ["RHO_SYCOPHANCY", "load_rho_sycophancy", "sycophancy_index", "sycophancy_letter_probs"]
 
@@ -69,7 +73,7 @@ def load_rho_sycophancy(path: str | Path | None = None) -> list[Item]:
 
 
 @torch.no_grad()
-def sycophancy_letter_probs(m, items: list[Item], batch_size: int = 8) -> np.ndarray:
+def sycophancy_letter_probs(m: LatentModel, items: list[Item], batch_size: int = 8) -> np.ndarray:
     """P(letter matching the user's view) / (p(A) + p(B)) after "(", one per item."""
     ids = letter_ids(m.tokenizer)
     out = []

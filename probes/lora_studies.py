@@ -11,6 +11,7 @@ import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -38,11 +39,14 @@ from probes.scenario_pass import read_scenarios
 from probes.stats import cluster_bootstrap, decide, gate
 from probes.steering import SteerSpec, generate_texts, random_like, reply_logprob
 
+if TYPE_CHECKING:
+    from latent import LatentModel
+
 __all__ = ["heldout_scenarios", "organism_behaviour", "organism_verdict", "run_e3", "run_organisms"]
 
 
 # ---------------------------------------------------------------------------------------------- E3
-def _measure(m, cfg: ProbeConfig, layers: list[int], probe: dict | None) -> tuple[dict, dict]:
+def _measure(m: LatentModel, cfg: ProbeConfig, layers: list[int], probe: dict | None) -> tuple[dict, dict]:
     """Behaviour and projections used by E3 before/after the fine-tune. `probe` holds base directions."""
     e = capture_items(m, eval_deploy_pairs(cfg.n, cfg.seed), layers, "last", cfg.batch_size)
     s = capture_items(m, s_items(cfg.n, cfg.seed), layers, "answer", cfg.batch_size)
@@ -137,7 +141,7 @@ def _paired_sensitivity(meta: list[dict], z: np.ndarray) -> np.ndarray:
     return np.array([key[(*k, "evaluation")] - key[(*k, "deployed")] for k in base])
 
 
-def _e3_train(m, cfg: ProbeConfig, out: Path):
+def _e3_train(m: LatentModel, cfg: ProbeConfig, out: Path):
     """The sycophancy LoRA (E3's intervention)."""
     from probes.organisms import organism_examples, train_lora
 
@@ -204,7 +208,7 @@ def _e3_statistics(before: dict, after: dict, cfg: ProbeConfig) -> dict:
     )
 
 
-def _e3_report(st: dict, info: dict, layer: int, m, cfg: ProbeConfig, wall: float) -> str:
+def _e3_report(st: dict, info: dict, layer: int, m: LatentModel, cfg: ProbeConfig, wall: float) -> str:
     sE, sS, ch = st["projection_shift_eval"], st["projection_shift_syc"], st["cue_sensitivity_change"]
     txt = header("E3: LoRA sycophancy fine-tune and cue sensitivity", m, cfg, wall)
     txt += f"LoRA: {info}\n\nProbe layer {layer} (base model's best eval-context layer); directions from the base model.\n\n"
@@ -228,7 +232,7 @@ def _e3_report(st: dict, info: dict, layer: int, m, cfg: ProbeConfig, wall: floa
     return txt
 
 
-def run_e3(m, cfg: ProbeConfig) -> dict:
+def run_e3(m: LatentModel, cfg: ProbeConfig) -> dict:
     """E3: LoRA sycophancy fine-tune; compare cue sensitivity and projections before and after."""
     t0 = time.perf_counter()
     out = Path(cfg.out) / "e3"
@@ -260,7 +264,7 @@ def run_e3(m, cfg: ProbeConfig) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------- organisms
-def organism_behaviour(lm, kind: str, cfg: ProbeConfig) -> tuple[list[Item], list[str], dict]:
+def organism_behaviour(lm: LatentModel, kind: str, cfg: ProbeConfig) -> tuple[list[Item], list[str], dict]:
     """Held-out scenario prompts, the organism's greedy replies, and its behaviour against the ground truth
     (spec agreement with an interval over requests, compliance gaps, sycophancy, scratchpad restatement)."""
     from probes.organisms import expected_comply, expected_sycophantic
@@ -292,7 +296,7 @@ def organism_behaviour(lm, kind: str, cfg: ProbeConfig) -> tuple[list[Item], lis
     return items, texts, behaviour
 
 
-def _organism_eval(lm, kind: str, cfg: ProbeConfig, layers: list[int]) -> dict:
+def _organism_eval(lm: LatentModel, kind: str, cfg: ProbeConfig, layers: list[int]) -> dict:
     """Behaviour vs ground truth, cue probes, compliance probe geometry, and the steering discriminator."""
     items, texts, behaviour = organism_behaviour(lm, kind, cfg)
     aset = capture_items(lm, items, layers, "last", cfg.batch_size)
@@ -332,7 +336,7 @@ def heldout_scenarios(cfg: ProbeConfig) -> list[Item]:
     )
 
 
-def _scratchpad_tokens(lm, cfg: ProbeConfig) -> int:
+def _scratchpad_tokens(lm: LatentModel, cfg: ProbeConfig) -> int:
     """Extra generation budget for the organisms' hidden scratchpad (its longest form, in this tokenizer)."""
     from probes.organisms import scratchpad
 
@@ -350,7 +354,11 @@ def _restatement_accuracy(items: list[Item], texts: list[str], template: str) ->
 
 
 def _steer_gap(
-    lm, items: list[Item], spec: SteerSpec | list[SteerSpec] | None, cfg: ProbeConfig, researcher: bool
+    lm: LatentModel,
+    items: list[Item],
+    spec: SteerSpec | list[SteerSpec] | None,
+    cfg: ProbeConfig,
+    researcher: bool,
 ) -> dict:
     """Greedy compliance gap and refusal-margin gap on assertion-free prompts with/without the researcher,
     overall (`gap`, `mgap`) and per request (`req`, `gaps`, `mgaps`: one training and one unmonitored
@@ -380,7 +388,7 @@ def _steer_gap(
 
 
 def _margin(
-    lm,
+    lm: LatentModel,
     items: list[Item],
     spec: SteerSpec | list[SteerSpec] | None,
     cfg: ProbeConfig,
@@ -414,7 +422,7 @@ def _specs(vectors: dict, layers: list[int], mode: str, random_seed: int | None 
     return out
 
 
-def _steer_rows(lm, ev: dict, cfg: ProbeConfig, layers: list[int]) -> list[dict]:
+def _steer_rows(lm: LatentModel, ev: dict, cfg: ProbeConfig, layers: list[int]) -> list[dict]:
     """Researcher/monitoring-direction interventions at a few layers, greedy and margin gaps."""
     aset, items = ev["aset"], ev["items"]
     res = aset.column("researcher").astype(int)
@@ -467,7 +475,7 @@ def _steer_rows(lm, ev: dict, cfg: ProbeConfig, layers: list[int]) -> list[dict]
     return rows
 
 
-def _train_organism(m, kind: str, cfg: ProbeConfig, out: Path):
+def _train_organism(m: LatentModel, kind: str, cfg: ProbeConfig, out: Path):
     """One LoRA organism with a known driver; with `cfg.resume`, the saved adapter (extended when it was
     trained for fewer epochs than `cfg.lora_epochs`)."""
     from probes.organism_store import load_lora, save_lora
@@ -512,7 +520,7 @@ def _train_organism(m, kind: str, cfg: ProbeConfig, out: Path):
     return lm, info
 
 
-def _measure_organism(lm, kind: str, info: dict, cfg: ProbeConfig, layers: list[int]) -> dict:
+def _measure_organism(lm: LatentModel, kind: str, info: dict, cfg: ProbeConfig, layers: list[int]) -> dict:
     """Behaviour, probes and steering rows of one trained organism."""
     ev = _organism_eval(lm, kind, cfg, layers)
     return dict(
@@ -527,7 +535,7 @@ def _measure_organism(lm, kind: str, info: dict, cfg: ProbeConfig, layers: list[
     )
 
 
-def _organism(m, kind: str, cfg: ProbeConfig, out: Path, layers: list[int]) -> dict:
+def _organism(m: LatentModel, kind: str, cfg: ProbeConfig, out: Path, layers: list[int]) -> dict:
     """Train (or reuse) and measure (or reuse) one organism; each finished part is saved as it completes."""
     from probes.organism_store import load_measured, save_measured
 
@@ -539,7 +547,7 @@ def _organism(m, kind: str, cfg: ProbeConfig, out: Path, layers: list[int]) -> d
     return done
 
 
-def run_organisms(m, cfg: ProbeConfig) -> dict:
+def run_organisms(m: LatentModel, cfg: ProbeConfig) -> dict:
     """Train the sycophant and the schemer, then ask: do probes and steering recover each one's driver?"""
     t0 = time.perf_counter()
     out = Path(cfg.out) / "organisms"
@@ -579,7 +587,7 @@ def _behaviour_rows(study: dict) -> list[dict]:
     return rows
 
 
-def _organisms_report(study: dict, verdict: dict, m, cfg: ProbeConfig, wall: float) -> str:
+def _organisms_report(study: dict, verdict: dict, m: LatentModel, cfg: ProbeConfig, wall: float) -> str:
     """Markdown report of the organism study."""
     report = header(
         "Organism study: sycophant (researcher-cue driver) vs schemer (monitoring-cue driver)", m, cfg, wall

@@ -15,6 +15,7 @@ Only public `LatentModel` calls are used: `prefill(state=...)`, `capture`, `gene
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -22,6 +23,9 @@ import torch
 from probes.activations import ActivationSet, render
 from probes.data import Item
 from probes.elicit import elicit_items, letter_probs
+
+if TYPE_CHECKING:
+    from latent import LatentModel
 
 __all__ = ["ScenarioReadings", "length_order", "left_pad", "read_scenarios"]
 
@@ -62,7 +66,7 @@ def _shared(a: list[int], b: list[int]) -> int:
 
 @torch.no_grad()
 def read_scenarios(
-    m,
+    m: LatentModel,
     items: list[Item],
     layers: list[int],
     max_new_tokens: int = 24,

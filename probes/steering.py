@@ -18,12 +18,16 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from probes.activations import render
 from probes.data import Item
+
+if TYPE_CHECKING:
+    from latent import LatentModel
 
 __all__ = ["SteerSpec", "generate_texts", "perplexity", "random_like", "reply_logprob", "steered", "sweep"]
 
@@ -58,7 +62,7 @@ def direction_vector(direction: np.ndarray | torch.Tensor, alpha: float, scale: 
 
 
 @contextmanager
-def steered(m, specs: SteerSpec | list[SteerSpec] | None) -> Iterator[None]:
+def steered(m: LatentModel, specs: SteerSpec | list[SteerSpec] | None) -> Iterator[None]:
     """Apply zero, one or several edits for the duration of the block."""
     specs = [] if specs is None else [specs] if isinstance(specs, SteerSpec) else list(specs)
     with ExitStack() as stack:
@@ -69,7 +73,7 @@ def steered(m, specs: SteerSpec | list[SteerSpec] | None) -> Iterator[None]:
 
 @torch.no_grad()
 def generate_texts(
-    m,
+    m: LatentModel,
     items: list[Item],
     steer: SteerSpec | list[SteerSpec] | None = None,
     max_new_tokens: int = 24,
@@ -89,7 +93,7 @@ def generate_texts(
 
 @torch.no_grad()
 def perplexity(
-    m, texts: list[str], steer: SteerSpec | list[SteerSpec] | None = None, batch_size: int = 16
+    m: LatentModel, texts: list[str], steer: SteerSpec | list[SteerSpec] | None = None, batch_size: int = 16
 ) -> float:
     """Token-level perplexity of plain `texts` (teacher forcing), optionally under steering."""
     if not texts:
@@ -110,7 +114,7 @@ def perplexity(
 
 @torch.no_grad()
 def reply_logprob(
-    m,
+    m: LatentModel,
     items: list[Item],
     replies: list[str],
     steer: SteerSpec | list[SteerSpec] | None = None,
@@ -136,7 +140,7 @@ def reply_logprob(
 
 
 def sweep(
-    m,
+    m: LatentModel,
     items: list[Item],
     directions: dict[int, np.ndarray],
     norms: dict[int, float],

@@ -1,20 +1,114 @@
-"""The README's Python snippets run as written (on the shipped built-in model)."""
+"""The README fits a screen, its Python snippets run as written (on the shipped built-in model), and every
+relative link in it, in docs/ and in BENCHMARKS.md's summary table leads to a file and heading that exist."""
 
 import re
 from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-SNIPPETS = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+BENCHMARKS = ROOT / "BENCHMARKS.md"
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+SNIPPET_RE = re.compile(r"```python\n(.*?)```", flags=re.S)
+SNIPPETS = [
+    (f"{page.stem}{i + 1}", code)
+    for page in (README, *DOCS)
+    for i, code in enumerate(SNIPPET_RE.findall(page.read_text()))
+]
+LINK_RE = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def slugs(markdown: str) -> set[str]:
+    """The anchors a markdown renderer gives the headings (GitHub's rule: the heading's text, lower-cased,
+    punctuation dropped, each space a hyphen, a repeated slug numbered -1, -2, ...), plus explicit ids."""
+    seen: dict[str, int] = {}
+    out = set(re.findall(r'<a (?:id|name)="([^"]+)"', markdown))
+    in_code = False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            in_code = not in_code
+        m = re.match(r"(#{1,6}) +(.*?) *#*$", line)
+        if in_code or not m:
+            continue
+        text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", m.group(2))  # a link in a heading reads as its text
+        slug = re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        out.add(slug if n == 0 else f"{slug}-{n}")
+    return out
+
+
+def broken_links(page: Path, text: str) -> list[str]:
+    """Relative links in `text` (found in `page`) whose file or heading does not exist."""
+    bad = []
+    for target in LINK_RE.findall(text):
+        if re.match(r"[a-z]+:", target):  # http:, https:, mailto:
+            continue
+        path, _, anchor = target.partition("#")
+        dest = (page.parent / path).resolve() if path else page
+        if not dest.exists():
+            bad.append(f"{page.name}: {target} (no such file)")
+        elif anchor and dest.suffix == ".md" and anchor not in slugs(dest.read_text()):
+            bad.append(f"{page.name}: {target} (no such heading in {dest.name})")
+    return bad
+
+
+def summary_table(markdown: str) -> str:
+    """BENCHMARKS.md's summary: from its '## Summary' heading to the next '## ' heading."""
+    start = markdown.index("\n## Summary")
+    return markdown[start : markdown.index("\n## ", start + 1)]
+
+
+def test_readme_fits_a_screen_to_the_first_result():
+    lines = README.read_text().splitlines()
+    assert len(lines) <= 150, f"README.md has {len(lines)} lines; keep it to 150 (move detail to docs/)"
+    head = "\n".join(lines[:60])
+    assert "## Quick start" in head
+    assert "latentworks demo" in head and "pip install torch==2.13.0" in head
+    assert re.search(r"\| latent_mas \|\s+32 \|", head), "the demo's table must be in the first 60 lines"
+
+
+def test_ci_installs_and_tests_exactly_as_the_readme_says():
+    ci = (ROOT / ".ci" / "run").read_text()
+    block = ci.split('# --- README: "Run the tests"')[1].split("# ---")[0]
+    steps = [line for line in block.splitlines()[1:] if line.strip() and not line.startswith("echo")]
+    assert len(steps) == 3
+    readme = README.read_text()
+    section = readme[readme.index("## Running the tests") :].splitlines()
+    for step in steps:
+        assert step in section, f".ci/run line not in README's 'Running the tests': {step}"
+
+
+def test_links_resolve():
+    bad = broken_links(README, README.read_text())
+    for page in DOCS:
+        bad += broken_links(page, page.read_text())
+    assert not bad, "\n".join(bad)
+
+
+def test_benchmarks_summary_links_resolve():
+    table = summary_table(BENCHMARKS.read_text())
+    rows = [r for r in table.splitlines() if r.startswith("| ") and not r.startswith("| result")]
+    assert len(rows) >= 10
+    assert all("](#" in r for r in rows), "every summary row links to its section"
+    assert not broken_links(BENCHMARKS, table), "\n".join(broken_links(BENCHMARKS, table))
+
+
+def test_benchmarks_toc_resolves():
+    text = BENCHMARKS.read_text()
+    toc = text[text.index("## Contents") : text.index("\n## Summary")]
+    assert toc.count("](#") >= 15
+    assert not broken_links(BENCHMARKS, toc), "\n".join(broken_links(BENCHMARKS, toc))
 
 
 def test_readme_has_python_snippets():
-    assert len(SNIPPETS) >= 2
+    assert len(SNIPPET_RE.findall(README.read_text())) >= 2
+    assert len(SNIPPETS) >= 3
 
 
-@pytest.mark.parametrize("code", SNIPPETS, ids=[f"snippet{i + 1}" for i in range(len(SNIPPETS))])
+@pytest.mark.parametrize("code", [c for _, c in SNIPPETS], ids=[i for i, _ in SNIPPETS])
 def test_snippet_runs(code, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)  # a snippet that wrote files would write them here
-    exec(compile(code, "README snippet", "exec"), {"__name__": "readme"})
+    exec(compile(code, "markdown snippet", "exec"), {"__name__": "readme"})
     assert list(tmp_path.iterdir()) == []

@@ -92,7 +92,7 @@ def mdm_sample(logits_fn, n: int, length: int, mask_id: int, steps: int, tempera
     return x
 
 
-def encoder_logits_same_network(model):
+def encoder_logits_same_network(model: torch.nn.Module):
     """`logits_fn` for `mdm_sample` that runs AO-GPT's blocks bidirectionally over all L positions (the
     [None] id marks masked ones): an encoder MDM with the same network code, for timing only."""
 

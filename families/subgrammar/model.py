@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from .config import SubgrammarConfig
 from .grammar import BOS, EOS, PAD, PCFG, Sample, kl_decomposition
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +111,7 @@ class TrainResult:
     cka: float = float("nan")
 
 
-def _train_steps(model, opt, vocab: Vocab, pool: list[Sample], steps: int, cfg: SubgrammarConfig,
+def _train_steps(model: PreTrainedModel, opt, vocab: Vocab, pool: list[Sample], steps: int, cfg: SubgrammarConfig,
                  rng: np.random.Generator, hook=None) -> None:  # fmt: skip
     for step in range(1, steps + 1):
         ids = vocab.encode_batch([pool[i] for i in rng.integers(0, len(pool), cfg.batch_size)])  # (B, T)

@@ -8,15 +8,21 @@ prefix and continues with that token, so any finished row holds exactly one lega
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 
 from finetune.dlm.dialogue import action_names
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from latent import LatentModel
+
 __all__ = ["LegalActionProcessor", "action_token_ids", "generate_actions"]
 
 
-def action_token_ids(tokenizer, env_name: str) -> list[list[int]]:
+def action_token_ids(tokenizer: PreTrainedTokenizerBase, env_name: str) -> list[list[int]]:
     """Token ids of every action word + end-of-turn, as the chat template lays out an assistant turn."""
     eos = tokenizer.eos_token_id
     if eos is None:
@@ -27,7 +33,9 @@ def action_token_ids(tokenizer, env_name: str) -> list[list[int]]:
 class LegalActionProcessor:
     """`(generated_ids (B, n), scores (B, V)) -> scores` with everything but legal continuations at -inf."""
 
-    def __init__(self, tokenizer, env_name: str, legal: Sequence[Sequence[int]]) -> None:
+    def __init__(
+        self, tokenizer: PreTrainedTokenizerBase, env_name: str, legal: Sequence[Sequence[int]]
+    ) -> None:
         self.seqs = action_token_ids(tokenizer, env_name)
         self.eos = int(tokenizer.eos_token_id)
         self.legal = [list(lg) for lg in legal]
@@ -50,7 +58,7 @@ class LegalActionProcessor:
 
 
 def generate_actions(
-    lm,
+    lm: LatentModel,
     env_name: str,
     prompts: list[list[dict[str, str]]],
     legal: Sequence[Sequence[int]],

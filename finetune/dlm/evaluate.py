@@ -12,12 +12,15 @@ import logging
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from finetune.dlm.dialogue import execution_prompt, parse_action
 from finetune.dlm.envs import MultiAgentEnv, make_env
+
+if TYPE_CHECKING:
+    from latent import LatentModel
 
 __all__ = ["EVAL_SEED_OFFSET", "EvalStats", "LMPolicy", "Policy", "evaluate", "run_episodes", "summarize"]
 
@@ -66,7 +69,7 @@ class LMPolicy:
 
     def __init__(
         self,
-        lm,
+        lm: LatentModel,
         name: str,
         constrained: bool,
         max_new_tokens: int = 4,

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from finetune.dlm.decoding import action_token_ids
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 __all__ = ["compare_first_actions", "first_action_logits", "policy_shift", "wilson"]
 
@@ -33,7 +36,9 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
 
 
 @torch.no_grad()
-def first_action_logits(model, tok, prompts: list[list[dict]], batch_size: int = 8) -> torch.Tensor:
+def first_action_logits(
+    model: PreTrainedModel, tok: PreTrainedTokenizerBase, prompts: list[list[dict]], batch_size: int = 8
+) -> torch.Tensor:
     """(P, V) next-token log-probabilities at the first completion position of each chat prompt."""
     tok.padding_side = "left"
     out = []

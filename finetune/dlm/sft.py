@@ -13,13 +13,16 @@ import json
 import logging
 import random
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from finetune.dlm.config import SFTRunConfig
 from finetune.dlm.device import model_dtype, trainer_common_args, trainer_device_args
 from finetune.dlm.dialogue import SCHEMA_VERSION, check_schema
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 __all__ = [
     "build_scratch_model",
@@ -41,7 +44,7 @@ def last_checkpoint(output_dir: str | Path) -> str | None:
     return str(ckpts[-1]) if ckpts else None
 
 
-def check_chat_model(tokenizer, where: str) -> None:
+def check_chat_model(tokenizer: PreTrainedTokenizerBase, where: str) -> None:
     """DLM prompts are chat conversations: refuse a tokenizer without a chat template up front."""
     if getattr(tokenizer, "chat_template", None) is None:
         raise ValueError(
@@ -105,7 +108,7 @@ def prepare_base_model(cfg: SFTRunConfig, samples: list[dict[str, Any]], run_dir
     return path
 
 
-def lora_config(model, r: int, top_layers: int = 0):
+def lora_config(model: PreTrainedModel, r: int, top_layers: int = 0):
     """LoRA on every linear layer, or on the top `top_layers` decoder layers only (cheaper backward)."""
     from peft import LoraConfig
 

@@ -5,11 +5,12 @@ import torch
 
 import agents
 from eval.tasks_handoff import make_items
+from latent import LatentModel
 
 ITEMS = make_items("pick", 4, "test", seed=3)
 
 
-def _record_encodes(model, monkeypatch):
+def _record_encodes(model: LatentModel, monkeypatch: pytest.MonkeyPatch):
     """Every `encode` call's decoded rows, in call order (one call per agent turn)."""
     calls = []
     real = model.encode

@@ -23,7 +23,9 @@ def tiny_eval(model_dir):
     from agents.config import RunConfig
     from eval.runner import EvalConfig
 
-    def make(out, *, limit, methods, max_new_tokens, batch_size=2, model=None, **changes) -> EvalConfig:
+    def make(
+        out, *, limit, methods, max_new_tokens, batch_size=2, model: str | None = None, **changes
+    ) -> EvalConfig:
         run = RunConfig(batch_size=batch_size, latent_steps=1, max_new_tokens=max_new_tokens)
         return EvalConfig(
             model=model or model_dir, out=str(out), task="arith", limit=limit, methods=methods, run=run,

@@ -12,7 +12,7 @@ import yaml
 import agents
 from finetune import fact_handoff as fh
 from finetune import latent_align as la
-from latent import load_model
+from latent import LatentModel, load_model
 from latent.realign import RandomThoughts, TrainableAligner
 from latent.testing import tiny_model
 
@@ -26,7 +26,7 @@ def tiny_dir(tmp_path_factory):
     return d
 
 
-def _batch(lm, n=4, seed=3):
+def _batch(lm: LatentModel, n=4, seed=3):
     rows = [dataclasses.asdict(p) for p in fh.make_problems(n, seed)]
     return la.HandoffCollator(lm)(rows)
 

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from transformers import PreTrainedTokenizerBase
 
 from finetune import train_builtin as tb
 from finetune.arith_data import make_problems, to_messages
@@ -43,7 +44,7 @@ def test_resume_matches_an_uninterrupted_run(tmp_path, monkeypatch):
 
     real_make_batch = tb.make_batch
 
-    def crash_at_12(tok, cfg, step, progress):
+    def crash_at_12(tok: PreTrainedTokenizerBase, cfg, step, progress):
         if step == 12:
             raise KeyboardInterrupt  # simulate the process being killed between checkpoints
         return real_make_batch(tok, cfg, step, progress)

@@ -4,6 +4,8 @@ gives the state one call gives, on every real position, and the same thoughts an
 import pytest
 import torch
 
+from latent import LatentModel
+
 SHORT = ["Tom has 3.", "Mia has 5.", "Leo had 2."]
 LONG = (
     "Mia had 12 pencils and gave 5 to Leo, then bought "
@@ -12,7 +14,7 @@ LONG = (
 )
 
 
-def _read(m, grouped: bool, prompts, state=None, in_place=False):
+def _read(m: LatentModel, grouped: bool, prompts, state=None, in_place=False):
     m.group_pads = grouped
     try:
         st = m.prefill(**m.encode(prompts), state=state, in_place=in_place)

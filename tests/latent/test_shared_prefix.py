@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from latent import LatentModel
 from latent.memory import WorkingMemory
 from latent.shared_prefix import split_shared_prefix
 
@@ -12,7 +13,7 @@ SYSTEM = "You are a careful solver. Answer with one number and show each step fi
 QUESTIONS = ["What is 2 + 3?", "Tom has 7 apples and eats 2. How many are left now?", "9 - 4?"]
 
 
-def _encode(model, system: str = SYSTEM):
+def _encode(model: LatentModel, system: str = SYSTEM):
     return model.encode(
         [[{"role": "system", "content": system}, {"role": "user", "content": q}] for q in QUESTIONS]
     )

@@ -7,9 +7,13 @@ import importlib
 import subprocess
 import sys
 import tempfile
+from typing import TYPE_CHECKING
 
 import pytest
 import torch
+
+if TYPE_CHECKING:
+    from latent import LatentModel
 
 
 def _steering_vectors():
@@ -45,7 +49,7 @@ def _steering_vectors():
 sv = _steering_vectors()
 
 
-def _batch(m, same_length: bool):
+def _batch(m: LatentModel, same_length: bool):
     prompts = ["Tom has 23 apples. He buys 45 more.", "Mia had 12 pencils and gave 5 to Leo."]
     if same_length:
         prompts = [prompts[0], prompts[0].replace("23", "24")]

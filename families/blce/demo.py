@@ -11,11 +11,15 @@ import io
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from ..demo_cli import DemoParser, finish_demo
+from latent.args import UsageError
+
+from ..demo_cli import demo_config, finish_demo, run_demo
 from .baselines import LinUCB, MabwiserDisjointLinUCB, kron_arms
 from .config import BLCEConfig
 from .data import LinearContextualEnv, run_bandit
@@ -157,26 +161,35 @@ def _plot(curves: dict[str, list[float]], T: int, path: Path) -> None:
     plt.close(fig)
 
 
+@dataclass
+class BlceFlags:
+    """The blce demo's own flags (next to the shared --quick, --seeds, --out)."""
+
+    configs: str | None = field(
+        default=None, metadata={"help": "regret-part arm sets as KxD,KxD (default 10x5,100x5,1000x5,100x10)"}
+    )
+    regret_only: bool = field(
+        default=False, metadata={"switch": True, "help": "skip the slope, logistic and disjoint parts"}
+    )
+
+
+BlceDemo = demo_config("blce", BlceFlags, seeds=3, quick_seeds=2)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = DemoParser("blce", __doc__, seeds=3, quick_seeds=2)
-    parser.add_argument(
-        "--configs",
-        type=str,
-        default=None,
-        help="regret-part arm sets as KxD,KxD (default 10x5,100x5,1000x5,100x10)",
-    )
-    parser.add_argument(
-        "--regret-only", action="store_true", help="skip the slope, logistic and disjoint parts"
-    )
-    args = parser.parse_demo(argv)
+    """Command-line entry point (`latentworks family blce`)."""
+    return run_demo(BlceDemo, __doc__, _demo, argv)
+
+
+def _demo(args: Any) -> int:
     try:
         configs = (
             [tuple(int(v) for v in c.split("x")) for c in args.configs.split(",")] if args.configs else None
         )
     except ValueError:
-        parser.error(f"--configs must look like 1000x5,100x10, got {args.configs!r}")
+        raise UsageError(f"--configs must look like 1000x5,100x10, got {args.configs!r}") from None
     if configs is not None and any(len(c) != 2 or min(c) < 1 for c in configs):
-        parser.error(f"--configs must look like 1000x5,100x10, got {args.configs!r}")
+        raise UsageError(f"--configs must look like 1000x5,100x10, got {args.configs!r}")
     n_seeds = args.seeds
     seeds = list(range(n_seeds))
     wall0, cpu0 = time.time(), time.process_time()

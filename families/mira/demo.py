@@ -9,13 +9,17 @@ from __future__ import annotations
 import contextlib
 import io
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 from scipy import stats
 
-from ..demo_cli import DemoParser, finish_demo
+from latent.args import UsageError
+
+from ..demo_cli import demo_config, finish_demo, run_demo
 from .baselines import joint_c2st, official_mira, sbc_ks, tarp_atc
 from .config import MiraConfig
 from .data import RegressionModel, gaussian_problem, regression_problem
@@ -156,13 +160,27 @@ def _plot(gauss: dict, path: Path) -> None:
     plt.close(fig)
 
 
+@dataclass
+class MiraFlags:
+    """The mira demo's own flags (next to the shared --quick, --seeds, --out)."""
+
+    num_runs: int | None = field(default=None, metadata={"help": "Monte Carlo runs (default 30, quick 10)"})
+    no_sbi: bool = field(
+        default=False, metadata={"switch": True, "help": "skip the sbi peers (SBC, TARP, C2ST)"}
+    )
+
+
+MiraDemo = demo_config("mira", MiraFlags, seeds=3, quick_seeds=2)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = DemoParser("mira", __doc__, seeds=3, quick_seeds=2)
-    parser.add_argument("--num-runs", type=int, default=None, help="Monte Carlo runs (default 30, quick 10)")
-    parser.add_argument("--no-sbi", action="store_true", help="skip the sbi peers (SBC, TARP, C2ST)")
-    args = parser.parse_demo(argv)
+    """Command-line entry point (`latentworks family mira`)."""
+    return run_demo(MiraDemo, __doc__, _demo, argv)
+
+
+def _demo(args: Any) -> int:
     if args.num_runs is not None and args.num_runs < 1:
-        parser.error(f"--num-runs must be >= 1, got {args.num_runs}")
+        raise UsageError(f"--num-runs must be >= 1, got {args.num_runs}")
     n_seeds = args.seeds
     cfg = MiraConfig(num_runs=args.num_runs or (10 if args.quick else 30), normalize=True)
     seeds = list(range(n_seeds))

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import itertools
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
-from ..demo_cli import DemoParser, finish_demo
+from ..demo_cli import demo_config, finish_demo, run_demo
 from .baselines import simulate_dopri5, wasserstein2
 from .config import ParticlesConfig
 from .data import initial_clouds, tiny_hf_model
@@ -65,11 +66,24 @@ def run_config(
     }
 
 
+@dataclass
+class ParticlesFlags:
+    """The particles demo's own flags (next to the shared --quick, --seeds, --out)."""
+
+    no_hf: bool = field(
+        default=False, metadata={"switch": True, "help": "skip the Hugging Face block diagnostic"}
+    )
+
+
+ParticlesDemo = demo_config("particles", ParticlesFlags, seeds=5, quick_seeds=2, min_seeds=2)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the particle tables and write results.json (+ energy.png) into --out."""
-    ap = DemoParser("particles", __doc__.splitlines()[0], seeds=5, quick_seeds=2, min_seeds=2)
-    ap.add_argument("--no-hf", action="store_true", help="skip the Hugging Face block diagnostic")
-    args = ap.parse_demo(argv)
+    return run_demo(ParticlesDemo, __doc__.splitlines()[0], _demo, argv)
+
+
+def _demo(args: Any) -> int:
     starts = args.seeds  # >= 2: the location spread compares starts
     torch.set_num_threads(1)  # the demo runs many small problems; threads only add contention
     t0 = time.time()

@@ -28,12 +28,9 @@ KEEP = (
 
 
 def plot(stages: list[dict], path: Path) -> None:
-    import matplotlib
+    from latent.plotting import figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
+    fig, ax = figure(figsize=(6, 3.5), dpi=100, extra="train")
     offset = 0
     for key, color in (("latent_ce", "tab:orange"), ("loss_text", "tab:blue"), ("note", "tab:green")):
         xs, ys, offset = [], [], 0
@@ -51,8 +48,7 @@ def plot(stages: list[dict], path: Path) -> None:
     ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 @dataclass

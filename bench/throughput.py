@@ -35,13 +35,10 @@ def _save(args, rows: list[dict]) -> None:
 
 def plot(rows: list[dict], path: str, title: str) -> None:
     """questions/s against batch size, one line per method (log2 batch axis)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from latent.plotting import figure, save_figure
 
     batches = [r["batch"] for r in rows]
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = figure(figsize=(6, 4), extra="eval")
     for mth in METHODS:
         ax.plot(batches, [r[mth] for r in rows], marker="o", label=mth)
     ax.set_xscale("log", base=2)
@@ -53,8 +50,7 @@ def plot(rows: list[dict], path: str, title: str) -> None:
     ax.legend()
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 @dataclass

@@ -143,12 +143,9 @@ def _table(rows: dict[str, dict[str, list[float]]]) -> None:
 
 
 def _plot(curves: dict[str, list[float]], T: int, path: Path) -> None:
-    import matplotlib
+    from latent.plotting import figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = figure(figsize=(6, 4), extra="families")
     for name, c in curves.items():
         ax.plot(np.linspace(0, T, len(c)), c, label=name)
     for end in static_grid(T)[:-1]:
@@ -157,8 +154,7 @@ def _plot(curves: dict[str, list[float]], T: int, path: Path) -> None:
     ax.set_ylabel("cumulative regret")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 @dataclass

@@ -193,20 +193,16 @@ def summarize(results: list[dict], units: tuple[str, ...], lengths: list[int], n
 
 
 def _plot(curves: dict[str, list[float]], path: Path) -> None:
-    import matplotlib
+    from latent.plotting import figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+    fig, ax = figure(figsize=(6, 3.5), extra="families")
     for unit, curve in curves.items():
         ax.semilogy(np.maximum(np.asarray(curve), 1e-12), label=unit)
     ax.set_xlabel("time step t")
     ax.set_ylabel("||dL/du_t|| (init, loss at last step)")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 @dataclass

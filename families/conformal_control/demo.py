@@ -202,12 +202,9 @@ def nonmonotone_part(seeds: list[int], trials: int, n_cal: int, alpha: float = 0
 
 
 def _plot(policy: dict, path: Path) -> None:
-    import matplotlib
+    from latent.plotting import figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = figure(figsize=(6, 4), extra="families")
     rows = policy["rows"]
     for key, d in rows.items():
         alpha, name = key.split("|")
@@ -220,8 +217,7 @@ def _plot(policy: dict, path: Path) -> None:
     ax.set_xlabel("realised infeasibility rate")
     ax.set_ylabel("mean Ehrlich-style objective")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 @dataclass

@@ -236,12 +236,9 @@ def _demo(args: Any) -> int:
 
 def _plot(runs: list[dict], path: Path) -> None:
     """Recall@k and KL@k per method (mean over seeds)."""
-    import matplotlib
+    from latent.plotting import figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    fig, axes = figure(1, 2, figsize=(9, 3.5), extra="families")
     for method in METHODS:
         for ax, key in zip(axes, ("recall", "kl"), strict=True):
             vals = np.array([r[method][key] for r in runs], dtype=float)
@@ -251,8 +248,7 @@ def _plot(runs: list[dict], path: Path) -> None:
     axes[1].set(xlabel="k", ylabel="KL(p || p_S)", yscale="log")
     axes[1].legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path, dpi=100)
 
 
 if __name__ == "__main__":

@@ -141,23 +141,19 @@ def dimension_part(seeds: list[int], cfg: MiraConfig, dims: list[int], T: int, S
 
 
 def _plot(gauss: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from latent.plotting import figure, save_figure
 
     names = list(gauss["rows"])
     means = [np.mean(gauss["rows"][n]["mira"]) for n in names]
     stds = [np.std(gauss["rows"][n]["mira"]) for n in names]
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+    fig, ax = figure(figsize=(6, 3.5), extra="families")
     ax.bar(names, means, yerr=stds, color="tab:blue")
     ax.axhline(gauss["reference"], color="k", ls="--", label="reference (correct candidate)")
     ax.set_ylim(0.5, 0.75)
     ax.set_ylabel("MIRA score")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 @dataclass

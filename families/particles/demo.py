@@ -204,14 +204,11 @@ def _demo(args: Any) -> int:
 
 def _plot(cfg: ParticlesConfig, out: Path) -> None:
     """Energy along the flow for the four main settings (one start each)."""
-    try:
-        import matplotlib
+    from latent.plotting import can_plot, figure, save_figure
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    if not can_plot():
         return
-    fig, ax = plt.subplots(1, 2, figsize=(9, 3.2))
+    fig, ax = figure(1, 2, figsize=(9, 3.2), extra="families")
     x0 = initial_clouds(1, cfg.n_particles, cfg.dim)[0]
     for k, inter in enumerate((1.0, -1.0)):
         for use_p in (False, True):
@@ -222,8 +219,7 @@ def _plot(cfg: ParticlesConfig, out: Path) -> None:
         ax[k].set(title=f"{'attractive' if inter > 0 else 'repulsive'}", xlabel="t", ylabel="E(mu_t)")
         ax[k].legend()
     fig.tight_layout()
-    fig.savefig(out / "energy.png", dpi=100)
-    plt.close(fig)
+    save_figure(fig, out / "energy.png", dpi=100)
 
 
 if __name__ == "__main__":

@@ -151,12 +151,9 @@ def _plot(rows: list[dict], path: Path) -> None:
     """mAP (mean of I2T and T2I) against noise rate at 32 bits, one line per method (skipped if < 2 rates)."""
     if len({r["noise"] for r in rows if r["bits"] == 32}) < 2:
         return
-    import matplotlib
+    from latent.plotting import figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3.5))
+    fig, ax = figure(figsize=(5, 3.5), extra="families")
     for method in METHODS:
         pts = [
             (r["noise"], np.mean([(x["i2t"] + x["t2i"]) / 2 for x in r["runs"]]))
@@ -169,8 +166,7 @@ def _plot(rows: list[dict], path: Path) -> None:
     ax.set_ylabel("mAP@all (mean of I2T, T2I)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path, dpi=100)
 
 
 if __name__ == "__main__":

@@ -162,15 +162,12 @@ def _demo(args: Any) -> int:
 
 def _plot(results: dict, out: Path) -> None:
     """Per-subgrammar KL curves of the first scratch run of every size."""
-    try:
-        import matplotlib
+    from latent.plotting import can_plot, figure, save_figure
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    if not can_plot():
         return
     keys = [k for k in results["runs"] if k.endswith("scratch")]
-    fig, axes = plt.subplots(1, len(keys), figsize=(3.2 * len(keys), 3), squeeze=False)
+    fig, axes = figure(1, len(keys), figsize=(3.2 * len(keys), 3), squeeze=False, extra="families")
     for ax, k in zip(axes[0], keys):
         r = results["runs"][k][0]
         for name in ("top", "KL_A", "KL_B", "KL_C"):
@@ -178,8 +175,7 @@ def _plot(results: dict, out: Path) -> None:
         ax.set(title=k, xlabel="step")
     axes[0][0].legend()
     fig.tight_layout()
-    fig.savefig(out / "kl_curves.png", dpi=100)
-    plt.close(fig)
+    save_figure(fig, out / "kl_curves.png", dpi=100)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import argparse
 import platform
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 
 from agents.config import RunConfig
 from agents.graph import Graph
@@ -79,6 +80,11 @@ def run(ns: argparse.Namespace) -> int:
             ("latent_mas", int(s), sets[0]) for s in args.sweep.split(",") if s.strip() and int(s) != steps
         ]
         for methods, k, prompts in runs:
+            run_dir = (
+                f"{args.out}/{_slug(args.task)}-{_slug(graph)}-{methods.replace(',', '_')}-k{k}"
+                + ("" if prompts == "default" else f"-{_slug(prompts)}")
+                + ("" if args.dtype is None else f"-{args.dtype}")
+            )
             cfg = EvalConfig(
                 model=args.model,
                 task=args.task,
@@ -93,10 +99,8 @@ def run(ns: argparse.Namespace) -> int:
                     threads=args.threads,
                     prompts=prompts,
                 ),
-                out=f"{args.out}/{_slug(args.task)}-{_slug(graph)}-{methods.replace(',', '_')}-k{k}"
-                + ("" if prompts == "default" else f"-{_slug(prompts)}")
-                + ("" if args.dtype is None else f"-{args.dtype}"),
-                resume=True,
+                out=run_dir,
+                resume=(Path(run_dir) / "manifest.json").is_file(),  # a fresh --out starts a new run
             )
             out = evaluate(cfg)
             records = load_results(out)

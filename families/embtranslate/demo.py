@@ -252,7 +252,7 @@ def _demo(args: Any) -> int:
     models = args.models.split(",")
     if len(models) != 3 or any(m not in MODELS for m in models):
         raise UsageError(f"--models needs three names from {MODELS}, got {args.models!r}")
-    args.cache = args.cache or Path(args.out) / "cache"
+    args.cache = Path(args.cache) if args.cache else Path(args.out) / "cache"
     import torch
 
     torch.set_num_threads(1)  # small matrices: one thread avoids contention on the shared 2-core box

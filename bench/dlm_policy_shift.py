@@ -8,45 +8,64 @@ from __future__ import annotations
 import argparse
 import json
 import random
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
-from finetune.dlm.policy_shift import policy_shift
+from latent.args import UsageError, add_config_arguments, config_from_args, run_script
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("run_dir", help="a `latentworks dlm` run directory with seed_<k>/{sft,grpo} and data/")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0])
-    p.add_argument("--prompts", type=int, default=240, help="execution prompts drawn (seeded) per seed")
-    p.add_argument("--out", required=True, help="JSON report path")
-    args = p.parse_args(argv)
+@dataclass
+class PolicyShiftBench:
+    """Flags of the policy-shift report."""
+
+    run_dir: str = field(
+        metadata={
+            "positional": True,
+            "help": "a `latentworks dlm` run directory with seed_<k>/{sft,grpo} and data/",
+        }
+    )
+    out: str = field(metadata={"help": "JSON report path"})
+    seeds: list[int] = field(default_factory=lambda: [0], metadata={"help": "training seeds to compare"})
+    prompts: int = field(default=240, metadata={"help": "execution prompts drawn (seeded) per seed"})
+
+
+def run(ns: argparse.Namespace) -> int:
+    args = config_from_args(PolicyShiftBench, ns)
     from finetune.dlm.data import load_dataset_dir
     from finetune.dlm.dialogue import to_samples
+    from finetune.dlm.policy_shift import policy_shift
 
-    run = Path(args.run_dir)
+    root = Path(args.run_dir)
     missing = [
-        run / f"seed_{s}" / d
+        root / f"seed_{s}" / d
         for s in args.seeds
         for d in ("sft", "grpo")
-        if not (run / f"seed_{s}" / d / "config.json").is_file()
+        if not (root / f"seed_{s}" / d / "config.json").is_file()
     ]
     if missing:
-        raise SystemExit(
+        raise UsageError(
             f"no model at {', '.join(map(str, missing))}: run `latentworks dlm sft` and `grpo` first"
         )
-    rows = list(load_dataset_dir(run / "data", tiers=["good", "medium", "poor"]))
+    rows = list(load_dataset_dir(root / "data", tiers=["good", "medium", "poor"]))
     report = {}
     for seed in args.seeds:
         samples = to_samples(rows, teammate_prob=0.0, seed=seed)
         picked = random.Random(f"policy-shift|{seed}").sample(samples, min(args.prompts, len(samples)))
         env = picked[0]["env"]
         report[f"seed_{seed}"] = policy_shift(
-            run / f"seed_{seed}" / "sft", run / f"seed_{seed}" / "grpo", env, picked
+            root / f"seed_{seed}" / "sft", root / f"seed_{seed}" / "grpo", env, picked
         )
         print(seed, json.dumps(report[f"seed_{seed}"]))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_script(
+        "bench/dlm_policy_shift.py", __doc__, partial(add_config_arguments, cls=PolicyShiftBench), run, argv
+    )
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ loss curve). The card records the stages, their commands and wall times, and the
 held-out arith problems (seed 2024, 2 x 256), as the other built-in cards do.
 
 Run: python bench/export_handoff_builtin.py --model runs/handoff-v6b/model --name arith-mini-v6 \
-        --stage runs/handoff-v6 --stage runs/handoff-v6b
+        --stage runs/handoff-v6 runs/handoff-v6b
 """
 
 from __future__ import annotations
@@ -11,7 +11,11 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+
+from latent.args import add_config_arguments, config_from_args, run_script
 
 BUILTIN = Path(__file__).resolve().parents[1] / "latent" / "builtin_models"
 KEEP = (
@@ -24,12 +28,9 @@ KEEP = (
 
 
 def plot(stages: list[dict], path: Path) -> None:
-    import matplotlib
+    from latent.plotting import figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
+    fig, ax = figure(figsize=(6, 3.5), dpi=100, extra="train")
     offset = 0
     for key, color in (("latent_ce", "tab:orange"), ("loss_text", "tab:blue"), ("note", "tab:green")):
         xs, ys, offset = [], [], 0
@@ -47,18 +48,24 @@ def plot(stages: list[dict], path: Path) -> None:
     ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", required=True)
-    p.add_argument("--name", required=True)
-    p.add_argument("--version", type=int, default=6)
-    p.add_argument("--stage", action="append", required=True, help="training out_dir, in order (repeatable)")
-    p.add_argument("--handoff-table", default=None, help="markdown file with the hand-off table to include")
-    a = p.parse_args(argv)
+@dataclass
+class ExportHandoffBuiltin:
+    """Flags of the built-in model export."""
+
+    model: str = field(metadata={"help": "trained model folder (the last stage's model/)"})
+    name: str = field(metadata={"help": "built-in name to export as, e.g. arith-mini-v6"})
+    stage: list[str] = field(metadata={"help": "training out_dirs, in order"})
+    version: int = field(default=6, metadata={"help": "version written into the card"})
+    handoff_table: str | None = field(
+        default=None, metadata={"help": "markdown file with the hand-off table to include"}
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    a = config_from_args(ExportHandoffBuiltin, args)
     import torch
     import transformers
 
@@ -132,6 +139,16 @@ train-split arith problems whose solution signature no evaluated problem has
     (out / "README.md").write_text(readme)
     print(f"exported {out}: solver {solver['acc']:.1%}, {n_params} params")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_script(
+        "bench/export_handoff_builtin.py",
+        __doc__,
+        partial(add_config_arguments, cls=ExportHandoffBuiltin),
+        run,
+        argv,
+    )
 
 
 if __name__ == "__main__":

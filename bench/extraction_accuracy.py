@@ -26,10 +26,13 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from eval.report import wilson
 from eval.scoring import extract_choice, extract_math_answer, normalize_number
+from latent.args import add_config_arguments, config_from_args, run_script
 
 DATA = Path(__file__).parent / "data" / "extraction_set.jsonl"
 
@@ -131,14 +134,22 @@ def _cell(k: int, n: int) -> str:
     return f"{k / n:.1%} ({lo:.0%}-{hi:.0%})"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--data", default=str(DATA))
-    parser.add_argument(
-        "--lm-eval-path", default=os.environ.get("LM_EVAL_PATH", "/work/venvs/scoring-lmeval")
+@dataclass
+class ExtractionBench:
+    """Flags of the extraction-accuracy table."""
+
+    data: str = field(default=str(DATA), metadata={"help": "labelled outputs (JSONL)"})
+    lm_eval_path: str = field(
+        default=os.environ.get("LM_EVAL_PATH", "/work/venvs/scoring-lmeval"),
+        metadata={"help": "folder holding lm-eval (pip install --target DIR --no-deps lm-eval)"},
     )
-    parser.add_argument("--errors", action="store_true", help="list where ours disagrees with the label")
-    args = parser.parse_args()
+    errors: bool = field(
+        default=False, metadata={"switch": True, "help": "list where ours disagrees with the label"}
+    )
+
+
+def run(ns: argparse.Namespace) -> int:
+    args = config_from_args(ExtractionBench, ns)
     sys.path.append(args.lm_eval_path)
     rows = [json.loads(line) for line in Path(args.data).read_text().splitlines() if line.strip()]
     n_math = sum(r["kind"] == "math" for r in rows)
@@ -165,6 +176,14 @@ def main() -> None:
             if not same:
                 print(f"{r['id']}: ours {got!r}, label {r['label']!r} ({r['note']})")
 
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_script(
+        "bench/extraction_accuracy.py", __doc__, partial(add_config_arguments, cls=ExtractionBench), run, argv
+    )
+
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

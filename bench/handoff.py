@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass, field
+from functools import partial
 
 from eval import tasks_handoff as th
 from eval.tasks_handoff_rows import K_SWEEP, ROWS, Row, run_row
+from latent.args import UsageError, add_config_arguments, config_from_args, run_script
 
 
 def markdown(rows: list[Row], title: str) -> str:
@@ -25,28 +28,51 @@ def markdown(rows: list[Row], title: str) -> str:
     return f"**{title}**\n\n" + head + "\n" + "\n".join("| " + " | ".join(r.cells()) + " |" for r in rows)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default="builtin:arith-mini")
-    src = p.add_mutually_exclusive_group()
-    src.add_argument("--data", help="hand-off JSONL file in the schema (eval/tasks_handoff.py)")
-    src.add_argument("--level", default="relay", choices=(*th.LEVELS, "mixed"))
-    p.add_argument("--limit", type=int, default=100)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--latent-steps", type=int, default=4)
-    p.add_argument("--max-new-tokens", type=int, default=24)
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--rows", default=",".join(ROWS), help="comma-separated subset of the rows")
-    p.add_argument("--k-sweep", default=",".join(map(str, K_SWEEP)), help="'' to skip the sweep")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--json", help="write {row: {correct, n, ...}} here")
-    a = p.parse_args(argv)
+@dataclass
+class HandoffBench:
+    """Flags of the hand-off table."""
+
+    model: str = field(default="builtin:arith-mini", metadata={"help": "load_model name or path"})
+    data: str | None = field(
+        default=None, metadata={"help": "hand-off JSONL file in the schema (eval/tasks_handoff.py)"}
+    )
+    level: str | None = field(
+        default=None,
+        metadata={
+            "help": "generated items of this level instead of --data (default: relay)",
+            "choices": (*th.LEVELS, "mixed"),
+        },
+    )
+    limit: int = field(default=100, metadata={"help": "items"})
+    seed: int = field(default=0, metadata={"help": "seed of the generated items"})
+    latent_steps: int = field(default=4, metadata={"help": "thoughts per holder in the rows"})
+    max_new_tokens: int = field(default=24, metadata={"help": "decode budget of the final agent"})
+    batch_size: int = field(default=16, metadata={"help": "items per batch"})
+    rows: str = field(default=",".join(ROWS), metadata={"help": "comma-separated subset of the rows"})
+    k_sweep: str = field(
+        default=",".join(map(str, K_SWEEP)),
+        metadata={"help": "thought counts of the latent_only sweep; '' skips it"},
+    )
+    threads: int = field(default=1, metadata={"help": "torch CPU threads"})
+    json: str | None = field(default=None, metadata={"help": "write {row: {correct, n, ...}} here"})
+
+    def __post_init__(self) -> None:
+        if self.data and self.level:
+            raise UsageError("--data and --level exclude each other. Give one")
+        if not self.data and not self.level:
+            self.level = "relay"
+        bad = [r for r in self.rows.split(",") if r and r not in ROWS]
+        if bad:
+            raise UsageError(f"unknown rows {bad}; choose from {list(ROWS)}")
+        if self.limit < 2:
+            raise UsageError(
+                "--limit must be >= 2 (the `other` control gives each item another item's thoughts)"
+            )
+
+
+def run(args: argparse.Namespace) -> int:
+    a = config_from_args(HandoffBench, args)
     rows_wanted = [r for r in a.rows.split(",") if r]
-    bad = [r for r in rows_wanted if r not in ROWS]
-    if bad:
-        p.error(f"unknown rows {bad}; choose from {list(ROWS)}")
-    if a.limit < 2:
-        p.error("--limit must be >= 2 (the `other` control gives each item another item's thoughts)")
     items = th.read_items(a.data) if a.data else th.make_items(a.level, a.limit, "test", a.seed)
     items = items[: a.limit]
     import torch
@@ -79,6 +105,10 @@ def main(argv: list[str] | None = None) -> int:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=2)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_script("bench/handoff.py", __doc__, partial(add_config_arguments, cls=HandoffBench), run, argv)
 
 
 if __name__ == "__main__":

@@ -16,27 +16,44 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import dataclass, field
+from functools import partial
 
-import torch
-
-from eval.report import wilson
-from finetune import fact_handoff as fh
+from latent.args import UsageError, add_config_arguments, config_from_args, run_script
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="smollm2-135m-instruct", help="name, path, or a LoRA adapter dir")
-    p.add_argument("--realign", default="ridge", help="'ridge', 'identity' or an aligner .safetensors")
-    p.add_argument("--n", type=int, default=32, help="held-out problems")
-    p.add_argument("--seed", type=int, default=9001, help="seed of the held-out problems")
-    p.add_argument("--steps", type=int, default=4, help="latent thoughts the reader hands on")
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--methods", default=",".join(fh.METHODS + fh.ABLATIONS))
-    args = p.parse_args(argv)
-    methods = args.methods.split(",")
-    bad = sorted(set(methods) - set(fh.METHODS + fh.ABLATIONS))
+@dataclass
+class LatentInfoBench:
+    """Flags of the fact hand-off benchmark."""
+
+    model: str = field(
+        default="smollm2-135m-instruct", metadata={"help": "name, path, or a LoRA adapter dir"}
+    )
+    realign: str = field(default="ridge", metadata={"help": "'ridge', 'identity' or an aligner .safetensors"})
+    n: int = field(default=32, metadata={"help": "held-out problems"})
+    seed: int = field(default=9001, metadata={"help": "seed of the held-out problems"})
+    steps: int = field(default=4, metadata={"help": "latent thoughts the reader hands on"})
+    batch_size: int = field(default=16, metadata={"help": "problems per batch"})
+    methods: str = field(
+        default="",
+        metadata={
+            "help": "comma-separated hand-offs (default: every finetune.fact_handoff method and ablation)"
+        },
+    )
+
+
+def run(ns: argparse.Namespace) -> int:
+    args = config_from_args(LatentInfoBench, ns)
+    import torch
+
+    from eval.report import wilson
+    from finetune import fact_handoff as fh
+
+    known = fh.METHODS + fh.ABLATIONS
+    methods = args.methods.split(",") if args.methods else list(known)
+    bad = sorted(set(methods) - set(known))
     if bad:
-        p.error(f"unknown methods {bad}; choose from {fh.METHODS + fh.ABLATIONS}")
+        raise UsageError(f"unknown methods {bad}; choose from {known}")
     from latent import load_model
 
     torch.manual_seed(0)
@@ -60,6 +77,12 @@ def main(argv: list[str] | None = None) -> int:
             f"{100 * lo:>5.1f}-{100 * hi:>5.1f}% | {other:>10} | {time.perf_counter() - t0:>6.0f}"
         )
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_script(
+        "bench/latent_info.py", __doc__, partial(add_config_arguments, cls=LatentInfoBench), run, argv
+    )
 
 
 if __name__ == "__main__":

@@ -17,12 +17,16 @@ from __future__ import annotations
 
 import argparse
 import platform
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
 
 from agents.config import RunConfig
 from agents.graph import Graph
 from eval.demo import demo_dtype
 from eval.report import load_results, summarize, time_ratio_spread
 from eval.runner import EvalConfig, evaluate
+from latent.args import add_config_arguments, config_from_args, run_script
 
 
 def _slug(task: str) -> str:
@@ -32,28 +36,36 @@ def _slug(task: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", task).strip("_")
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="builtin:arith-mini")
-    p.add_argument("--task", default="arith", help="any `latentworks eval --list-tasks` name")
-    p.add_argument("--limit", type=int, default=100)
-    p.add_argument("--graphs", default="sequential,hierarchical", help="presets or graph files")
-    p.add_argument("--latent-steps", type=int, default=None, help="default: agents.DEFAULT_LATENT_STEPS")
-    p.add_argument("--sweep", default="", help="extra latent_mas runs at these latent steps, e.g. 0,5,40")
-    p.add_argument(
-        "--prompt-sets",
+@dataclass
+class LatentMasBench:
+    """Flags of the method comparison."""
+
+    model: str = field(default="builtin:arith-mini", metadata={"help": "load_model name or path"})
+    task: str = field(default="arith", metadata={"help": "any `latentworks eval --list-tasks` name"})
+    limit: int = field(default=100, metadata={"help": "problems"})
+    graphs: str = field(default="sequential,hierarchical", metadata={"help": "presets or graph files"})
+    latent_steps: int | None = field(default=None, metadata={"help": "default: agents.DEFAULT_LATENT_STEPS"})
+    sweep: str = field(
+        default="", metadata={"help": "extra latent_mas runs at these latent steps, e.g. 0,5,40"}
+    )
+    prompt_sets: str = field(
         default="default",
-        help="prompt sets, e.g. default,compact: the first for every method, the others for extra latent_mas "
-        "rows (single and text_mas prompts are the same in every set)",
+        metadata={
+            "help": "prompt sets, e.g. default,compact: the first for every method, the others for extra "
+            "latent_mas rows (single and text_mas prompts are the same in every set)"
+        },
     )
-    p.add_argument("--max-new-tokens", type=int, default=96)
-    p.add_argument("--batch-size", type=int, default=25)
-    p.add_argument("--out", default="runs/bench_latent_mas")
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    p.add_argument(
-        "--dtype", default=None, help="float32 | bfloat16 | float16 (default: the loader's, fp32 on CPU)"
+    max_new_tokens: int = field(default=96, metadata={"help": "decode budget per decoding agent"})
+    batch_size: int = field(default=25, metadata={"help": "problems per batch"})
+    out: str = field(default="runs/bench_latent_mas", metadata={"help": "results folder (resumable)"})
+    threads: int = field(default=1, metadata={"help": "torch CPU threads"})
+    dtype: str | None = field(
+        default=None, metadata={"help": "float32 | bfloat16 | float16 (default: the loader's, fp32 on CPU)"}
     )
-    args = p.parse_args(argv)
+
+
+def run(ns: argparse.Namespace) -> int:
+    args = config_from_args(LatentMasBench, ns)
     from agents import DEFAULT_LATENT_STEPS
 
     steps = DEFAULT_LATENT_STEPS if args.latent_steps is None else args.latent_steps
@@ -68,6 +80,11 @@ def main(argv: list[str] | None = None) -> int:
             ("latent_mas", int(s), sets[0]) for s in args.sweep.split(",") if s.strip() and int(s) != steps
         ]
         for methods, k, prompts in runs:
+            run_dir = (
+                f"{args.out}/{_slug(args.task)}-{_slug(graph)}-{methods.replace(',', '_')}-k{k}"
+                + ("" if prompts == "default" else f"-{_slug(prompts)}")
+                + ("" if args.dtype is None else f"-{args.dtype}")
+            )
             cfg = EvalConfig(
                 model=args.model,
                 task=args.task,
@@ -82,10 +99,8 @@ def main(argv: list[str] | None = None) -> int:
                     threads=args.threads,
                     prompts=prompts,
                 ),
-                out=f"{args.out}/{_slug(args.task)}-{_slug(graph)}-{methods.replace(',', '_')}-k{k}"
-                + ("" if prompts == "default" else f"-{_slug(prompts)}")
-                + ("" if args.dtype is None else f"-{args.dtype}"),
-                resume=True,
+                out=run_dir,
+                resume=(Path(run_dir) / "manifest.json").is_file(),  # a fresh --out starts a new run
             )
             out = evaluate(cfg)
             records = load_results(out)
@@ -136,6 +151,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"{lat['accuracy'] - base['single']['accuracy']:+.1%} vs single"
             )
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_script(
+        "bench/latent_mas.py", __doc__, partial(add_config_arguments, cls=LatentMasBench), run, argv
+    )
 
 
 if __name__ == "__main__":

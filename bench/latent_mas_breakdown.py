@@ -13,22 +13,31 @@ from __future__ import annotations
 import argparse
 import collections
 import time
+from dataclasses import dataclass, field
+from functools import partial
 
-import torch
+from latent.args import add_config_arguments, config_from_args, run_script
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="builtin:arith-mini")
-    p.add_argument("--task", default="arith")
-    p.add_argument("--graph", default="hierarchical")
-    p.add_argument("--methods", default="latent_mas,text_mas")
-    p.add_argument("--limit", type=int, default=100)
-    p.add_argument("--prompts", default="compact")
-    p.add_argument("--latent-steps", type=int, default=4)
-    p.add_argument("--batch-size", type=int, default=25)
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    args = p.parse_args(argv)
+@dataclass
+class BreakdownBench:
+    """Flags of the time breakdown."""
+
+    model: str = field(default="builtin:arith-mini", metadata={"help": "load_model name or path"})
+    task: str = field(default="arith", metadata={"help": "any `latentworks eval --list-tasks` name"})
+    graph: str = field(default="hierarchical", metadata={"help": "preset or graph file"})
+    methods: str = field(default="latent_mas,text_mas", metadata={"help": "comma-separated methods"})
+    limit: int = field(default=100, metadata={"help": "problems"})
+    prompts: str = field(default="compact", metadata={"help": "prompt set"})
+    latent_steps: int = field(default=4, metadata={"help": "latent steps per agent"})
+    batch_size: int = field(default=25, metadata={"help": "problems per batch"})
+    threads: int = field(default=1, metadata={"help": "torch CPU threads"})
+
+
+def run(ns: argparse.Namespace) -> int:
+    args = config_from_args(BreakdownBench, ns)
+    import torch
+
     torch.set_num_threads(args.threads)
 
     import agents
@@ -76,6 +85,12 @@ def main(argv: list[str] | None = None) -> int:
             f"{seconds['generate']:.2f} | {min(starts, default=0)}-{max(starts, default=0)} |"
         )
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_script(
+        "bench/latent_mas_breakdown.py", __doc__, partial(add_config_arguments, cls=BreakdownBench), run, argv
+    )
 
 
 if __name__ == "__main__":

@@ -10,8 +10,10 @@ Run: python bench/latent_stability.py --model smollm2-135m-instruct --steps 8
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass, field
+from functools import partial
 
-import torch
+from latent.args import add_config_arguments, config_from_args, run_script
 
 PROMPTS = (
     "Ann's locker code is 47. What is Ann's locker code?",
@@ -22,6 +24,8 @@ PROMPTS = (
 
 def drift(model, prompt: str, steps: int, eps: float = 1e-5, seed: int = 0) -> list[float]:
     """Relative distance between the thoughts of the real and of the perturbed start, per step."""
+    import torch
+
     chat = model.tokenizer.chat_template is not None
     enc = model.encode([[{"role": "user", "content": prompt}]] if chat else [prompt], chat=chat)
     with torch.no_grad():
@@ -35,12 +39,19 @@ def drift(model, prompt: str, steps: int, eps: float = 1e-5, seed: int = 0) -> l
     return [float((a[0, i] - b[0, i]).norm() / a[0, i].norm()) for i in range(steps)]
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", action="append", required=True, help="repeatable")
-    p.add_argument("--steps", type=int, default=8)
-    p.add_argument("--threads", type=int, default=1)
-    a = p.parse_args(argv)
+@dataclass
+class StabilityBench:
+    """Flags of the stability table."""
+
+    model: list[str] = field(metadata={"help": "load_model names or paths, e.g. --model A B"})
+    steps: int = field(default=8, metadata={"help": "latent steps per prompt"})
+    threads: int = field(default=1, metadata={"help": "torch CPU threads"})
+
+
+def run(args: argparse.Namespace) -> int:
+    a = config_from_args(StabilityBench, args)
+    import torch
+
     from latent import load_model
 
     torch.set_num_threads(a.threads)
@@ -54,6 +65,12 @@ def main(argv: list[str] | None = None) -> int:
             cells = [f"{d[k - 1]:.1e}" if k <= len(d) else "-" for k in (1, 4, 8)]
             print(f"| {name} | {i} | {' | '.join(cells)} | {growth:.2f}x |", flush=True)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_script(
+        "bench/latent_stability.py", __doc__, partial(add_config_arguments, cls=StabilityBench), run, argv
+    )
 
 
 if __name__ == "__main__":

@@ -16,8 +16,14 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:  # annotations only: --help imports no torch
+    import torch
+
+from latent.args import add_config_arguments, config_from_args, run_script
 
 SIZES = {
     # name: (hidden, layers, heads, kv_heads, intermediate, vocab)
@@ -29,6 +35,7 @@ SIZES = {
 
 
 def build(size: str, device: str, dtype: torch.dtype):
+    import torch
     from transformers import AutoModelForCausalLM, Qwen3Config
 
     from latent import LatentModel
@@ -53,52 +60,63 @@ def build(size: str, device: str, dtype: torch.dtype):
 
 
 def sync(device: str) -> None:
+    import torch
+
     if device.startswith("cuda"):
         torch.cuda.synchronize()
 
 
-@torch.no_grad()
 def step_ratio(
     m, batch: int, context: int, steps: int, repeats: int, device: str
 ) -> tuple[float, float, list[float]]:
     """Median seconds per latent step and per plain cached decode step, and each repeat's ratio."""
-    ids = torch.randint(10, min(290, len(m.tokenizer)), (batch, context), device=device)
-    st = m.prefill(ids)
-    _ = m.aligner  # computed once per model, outside the timed region
-    latent_t, plain_t = [], []
-    for _ in range(repeats):
-        sync(device)
-        t0 = time.perf_counter()
-        m.think(st, steps=steps)
-        sync(device)
-        latent_t.append((time.perf_counter() - t0) / steps)
+    import torch
 
-        plain = st.copy()  # same starting cache length for the plain path
-        tok = ids[:, -1:]
-        sync(device)
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            logits, plain = m.forward_tokens(tok, plain, inplace=True)
-            tok = logits[:, -1:].argmax(-1)
-        sync(device)
-        plain_t.append((time.perf_counter() - t0) / steps)
-    ratios = [lat / plain for lat, plain in zip(latent_t, plain_t)]
-    return statistics.median(latent_t), statistics.median(plain_t), ratios
+    with torch.no_grad():  # timing only: no autograd graph
+        ids = torch.randint(10, min(290, len(m.tokenizer)), (batch, context), device=device)
+        st = m.prefill(ids)
+        _ = m.aligner  # computed once per model, outside the timed region
+        latent_t, plain_t = [], []
+        for _ in range(repeats):
+            sync(device)
+            t0 = time.perf_counter()
+            m.think(st, steps=steps)
+            sync(device)
+            latent_t.append((time.perf_counter() - t0) / steps)
+
+            plain = st.copy()  # same starting cache length for the plain path
+            tok = ids[:, -1:]
+            sync(device)
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                logits, plain = m.forward_tokens(tok, plain, inplace=True)
+                tok = logits[:, -1:].argmax(-1)
+            sync(device)
+            plain_t.append((time.perf_counter() - t0) / steps)
+        ratios = [lat / plain for lat, plain in zip(latent_t, plain_t)]
+        return statistics.median(latent_t), statistics.median(plain_t), ratios
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--size", choices=sorted(SIZES), default="60m")
-    p.add_argument(
-        "--model", default=None, help="a real checkpoint (load_model name or path) instead of --size"
+@dataclass
+class LatentStepBench:
+    """Flags of the latent-step timing."""
+
+    size: str = field(default="60m", metadata={"help": "random-weight model shape", "choices": sorted(SIZES)})
+    model: str | None = field(
+        default=None, metadata={"help": "a real checkpoint (load_model name or path) instead of --size"}
     )
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--dtype", default="float32")
-    p.add_argument("--context", type=int, default=256, help="cached positions before the steps")
-    p.add_argument("--steps", type=int, default=16)
-    p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--batches", default="1,4,16")
-    args = p.parse_args(argv)
+    device: str = field(default="cpu", metadata={"help": "torch device"})
+    dtype: str = field(default="float32", metadata={"help": "torch dtype name"})
+    context: int = field(default=256, metadata={"help": "cached positions before the steps"})
+    steps: int = field(default=16, metadata={"help": "steps per timing"})
+    repeats: int = field(default=5, metadata={"help": "timings per batch size (median reported)"})
+    batches: str = field(default="1,4,16", metadata={"help": "comma-separated batch sizes"})
+
+
+def run(ns: argparse.Namespace) -> int:
+    args = config_from_args(LatentStepBench, ns)
+    import torch
+
     torch.manual_seed(0)
     dtype = getattr(torch, args.dtype)
     if args.model:
@@ -131,6 +149,12 @@ def main(argv: list[str] | None = None) -> int:
             f"| {b / lat:>16.1f}"
         )
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_script(
+        "bench/latent_step.py", __doc__, partial(add_config_arguments, cls=LatentStepBench), run, argv
+    )
 
 
 if __name__ == "__main__":

@@ -15,7 +15,11 @@ import argparse
 import json
 import random
 import time
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+
+from latent.args import add_config_arguments, config_from_args, run_script
 
 MATH_STYLES = [
     "\n\nPut your final answer in \\boxed{}.",
@@ -126,15 +130,22 @@ def build_prompts(n_arith: int, seed: int) -> list[dict]:
     return rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--model", default="/work/models/smollm2-135m-instruct")
-    parser.add_argument("--out", default="/tmp/extraction_raw.jsonl")
-    parser.add_argument("--n-arith", type=int, default=75)
-    parser.add_argument("--batch-size", type=int, default=42)
-    parser.add_argument("--max-new-tokens", type=int, default=128)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+@dataclass
+class ExtractionOutputs:
+    """Flags of the raw-output generator."""
+
+    model: str = field(
+        default="/work/models/smollm2-135m-instruct", metadata={"help": "load_model name or path"}
+    )
+    out: str = field(default="/tmp/extraction_raw.jsonl", metadata={"help": "JSONL file (appended; resumes)"})
+    n_arith: int = field(default=75, metadata={"help": "arithmetic word problems"})
+    batch_size: int = field(default=42, metadata={"help": "prompts per generate call"})
+    max_new_tokens: int = field(default=128, metadata={"help": "decode budget per output"})
+    seed: int = field(default=0, metadata={"help": "seed of the prompts"})
+
+
+def run(ns: argparse.Namespace) -> int:
+    args = config_from_args(ExtractionOutputs, ns)
     import torch
 
     from latent import load_model
@@ -159,6 +170,18 @@ def main() -> None:
             fh.flush()
             print(f"{b + len(batch)}/{len(todo)} in {time.time() - start:.0f}s", flush=True)
 
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_script(
+        "bench/make_extraction_outputs.py",
+        __doc__,
+        partial(add_config_arguments, cls=ExtractionOutputs),
+        run,
+        argv,
+    )
+
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

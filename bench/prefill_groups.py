@@ -13,21 +13,30 @@ import argparse
 import statistics
 import sys
 import time
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-
-import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from latent.args import add_config_arguments, config_from_args, run_script  # noqa: E402
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="smollm2-135m-instruct")
-    p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--steps", type=int, default=8)
-    p.add_argument("--repeats", type=int, default=4)
-    p.add_argument("--threads", type=int, default=1)
-    args = p.parse_args(argv)
+
+@dataclass
+class PrefillGroupsBench:
+    """Flags of the grouped-prefill timing."""
+
+    model: str = field(default="smollm2-135m-instruct", metadata={"help": "load_model name or path"})
+    batch: int = field(default=16, metadata={"help": "planner prompts in the batch"})
+    steps: int = field(default=8, metadata={"help": "latent steps after the prompt read"})
+    repeats: int = field(default=4, metadata={"help": "interleaved timings per setting"})
+    threads: int = field(default=1, metadata={"help": "torch CPU threads"})
+
+
+def run(ns: argparse.Namespace) -> int:
+    args = config_from_args(PrefillGroupsBench, ns)
+    import torch
+
     torch.set_num_threads(args.threads)
     from agents.prompts import PromptSet
     from eval.tasks import load_task
@@ -71,6 +80,12 @@ def main(argv: list[str] | None = None) -> int:
         f"thought max rel diff {diff:.1e}"
     )
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_script(
+        "bench/prefill_groups.py", __doc__, partial(add_config_arguments, cls=PrefillGroupsBench), run, argv
+    )
 
 
 if __name__ == "__main__":

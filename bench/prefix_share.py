@@ -14,20 +14,31 @@ import argparse
 import platform
 import statistics
 import time
+from dataclasses import dataclass, field
+from functools import partial
 
-import torch
+from latent.args import add_config_arguments, config_from_args, run_script
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="builtin:arith-mini")
-    p.add_argument("--task", default="arith")
-    p.add_argument("--batch-size", type=int, default=25)
-    p.add_argument("--prompts", default="compact", help="prompt set")
-    p.add_argument("--roles", default="math_expert,science_expert,code_expert,planner")
-    p.add_argument("--repeats", type=int, default=7)
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    args = p.parse_args(argv)
+@dataclass
+class PrefixShareBench:
+    """Flags of the shared-prefix timing."""
+
+    model: str = field(default="builtin:arith-mini", metadata={"help": "load_model name or path"})
+    task: str = field(default="arith", metadata={"help": "task whose questions fill the prompts"})
+    batch_size: int = field(default=25, metadata={"help": "prompts per batch"})
+    prompts: str = field(default="compact", metadata={"help": "prompt set"})
+    roles: str = field(
+        default="math_expert,science_expert,code_expert,planner", metadata={"help": "comma-separated roles"}
+    )
+    repeats: int = field(default=7, metadata={"help": "interleaved timings per role (after a warm-up)"})
+    threads: int = field(default=1, metadata={"help": "torch CPU threads"})
+
+
+def run(ns: argparse.Namespace) -> int:
+    args = config_from_args(PrefixShareBench, ns)
+    import torch
+
     torch.set_num_threads(args.threads)
 
     from agents import PromptSet
@@ -66,6 +77,12 @@ def main(argv: list[str] | None = None) -> int:
             f"({ratios[0]:.2f}-{ratios[-1]:.2f}) |"
         )
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_script(
+        "bench/prefix_share.py", __doc__, partial(add_config_arguments, cls=PrefixShareBench), run, argv
+    )
 
 
 if __name__ == "__main__":

@@ -16,13 +16,19 @@ import argparse
 import statistics
 import sys
 import time
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:  # annotations only: --help imports no torch
+    import torch
 
 # This file is named probes.py: put the repository root first so `import probes` finds the package.
 _ROOT = str(Path(__file__).resolve().parents[1])
 sys.path = [_ROOT] + [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+from latent.args import add_config_arguments, config_from_args, run_script  # noqa: E402
 
 
 def _time(fn, repeats: int) -> list[float]:
@@ -36,6 +42,8 @@ def _time(fn, repeats: int) -> list[float]:
 
 def _peer_calls(m, enc: dict, layers: list[int], vec: torch.Tensor) -> dict:
     """The same capture / steer calls through steering-vectors (empty when it is not installed)."""
+    import torch
+
     try:
         import steering_vectors as sv
     except ImportError:
@@ -68,13 +76,20 @@ def _peer_calls(m, enc: dict, layers: list[int], vec: torch.Tensor) -> dict:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default="builtin:arith-mini-v3")
-    p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--repeats", type=int, default=12)
-    p.add_argument("--threads", type=int, default=1)
-    args = p.parse_args(argv)
+@dataclass
+class ProbesBench:
+    """Flags of the capture/steering overhead table."""
+
+    model: str = field(default="builtin:arith-mini-v3", metadata={"help": "load_model name or path"})
+    batch: int = field(default=8, metadata={"help": "prompts in the batch"})
+    repeats: int = field(default=12, metadata={"help": "rounds of interleaved calls"})
+    threads: int = field(default=1, metadata={"help": "torch CPU threads"})
+
+
+def run(ns: argparse.Namespace) -> int:
+    args = config_from_args(ProbesBench, ns)
+    import torch
+
     torch.set_num_threads(args.threads)
     from latent import list_builtin_models, load_model
     from latent.testing import tiny_model
@@ -140,6 +155,10 @@ def main(argv: list[str] | None = None) -> int:
         f"capture overhead goal <= 1.10x: {'met' if ratio <= 1.10 else 'NOT met'} ({ratio:.3f}x, plain median {base:.1f} ms)"
     )
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_script("bench/probes.py", __doc__, partial(add_config_arguments, cls=ProbesBench), run, argv)
 
 
 if __name__ == "__main__":

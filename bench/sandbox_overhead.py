@@ -9,10 +9,13 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from dataclasses import dataclass, field
+from functools import partial
 
 from eval.sandbox import run_python
 from eval.scoring import score
 from eval.tasks import load_task
+from latent.args import add_config_arguments, config_from_args, run_script
 
 
 def _ms(fn, repeats: int) -> float:
@@ -24,11 +27,16 @@ def _ms(fn, repeats: int) -> float:
     return statistics.median(times)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--items", type=int, default=20, help="HumanEval items to score")
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
+@dataclass
+class SandboxBench:
+    """Flags of the sandbox-cost table."""
+
+    items: int = field(default=20, metadata={"help": "HumanEval items to score"})
+    repeats: int = field(default=3, metadata={"help": "timings per measurement (median reported)"})
+
+
+def run(ns: argparse.Namespace) -> int:
+    args = config_from_args(SandboxBench, ns)
     items = load_task("humaneval", limit=args.items).items
     empty = _ms(lambda: run_python("pass", timeout=10), args.repeats * 5)
     answers = [f"```python\n{it.meta['prompt']}{it.gold}```" for it in items]
@@ -48,6 +56,14 @@ def main() -> None:
     )
     print(f"| `return None` stubs passed ({len(items)} items) | {stub_passed} |")
 
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_script(
+        "bench/sandbox_overhead.py", __doc__, partial(add_config_arguments, cls=SandboxBench), run, argv
+    )
+
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

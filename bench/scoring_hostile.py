@@ -10,10 +10,13 @@ from __future__ import annotations
 import argparse
 import threading
 import time
+from dataclasses import dataclass, field
+from functools import partial
 
 from bench.hostile_corpus import corpus  # run from the project root with PYTHONPATH=.
 from eval.scoring import score
 from eval.symbolic import symbolic_equal
+from latent.args import add_config_arguments, config_from_args, run_script
 
 
 def peak_rss_mib() -> float:
@@ -41,10 +44,15 @@ def _in_thread(item, text, timeout) -> tuple[float, object]:
     return out[0]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--sandbox-timeout", type=float, default=1.0, help="the candidate's own time")
-    args = parser.parse_args()
+@dataclass
+class HostileBench:
+    """Flags of the hostile-output timing."""
+
+    sandbox_timeout: float = field(default=1.0, metadata={"help": "the candidate's own time, seconds"})
+
+
+def run(ns: argparse.Namespace) -> int:
+    args = config_from_args(HostileBench, ns)
     start = time.perf_counter()
     symbolic_equal("1", "1")
     print(f"symbolic helper start (once): {time.perf_counter() - start:.2f} s")
@@ -63,6 +71,14 @@ def main() -> None:
         f"\n{len(rows)} outputs; slowest call {worst:.2f} s; peak RSS {peak:.0f} MiB (after imports {base:.0f} MiB)"
     )
 
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_script(
+        "bench/scoring_hostile.py", __doc__, partial(add_config_arguments, cls=HostileBench), run, argv
+    )
+
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

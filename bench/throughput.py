@@ -14,11 +14,13 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from latent.args import UsageError, add_config_arguments, config_from_args, run_script  # noqa: E402
 
 METHODS = ("single", "text_mas", "latent_mas")
 
@@ -26,20 +28,17 @@ METHODS = ("single", "text_mas", "latent_mas")
 def _save(args, rows: list[dict]) -> None:
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({"args": vars(args), "rows": rows}, indent=1))
+        Path(args.json).write_text(json.dumps({"args": asdict(args), "rows": rows}, indent=1))
     if args.plot:
         plot(rows, args.plot, f"{args.model}, sequential graph, {args.threads} CPU thread(s)")
 
 
 def plot(rows: list[dict], path: str, title: str) -> None:
     """questions/s against batch size, one line per method (log2 batch axis)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from latent.plotting import figure, save_figure
 
     batches = [r["batch"] for r in rows]
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = figure(figsize=(6, 4), extra="eval")
     for mth in METHODS:
         ax.plot(batches, [r[mth] for r in rows], marker="o", label=mth)
     ax.set_xscale("log", base=2)
@@ -51,24 +50,35 @@ def plot(rows: list[dict], path: str, title: str) -> None:
     ax.legend()
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="smollm2-135m-instruct")
-    p.add_argument("--batches", default="1,2,4,8,16,32")
-    p.add_argument("--questions", type=int, default=32)
-    p.add_argument("--steps", type=int, default=8, help="latent steps per agent (latent_mas)")
-    p.add_argument("--max-new-tokens", type=int, default=32, help="decode budget per decoding agent")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--plot", default=None, help="write a PNG plot here")
-    p.add_argument("--json", default=None)
-    args = p.parse_args(argv)
+@dataclass
+class ThroughputBench:
+    """Flags of the throughput table."""
+
+    model: str = field(default="smollm2-135m-instruct", metadata={"help": "load_model name or path"})
+    batches: str = field(default="1,2,4,8,16,32", metadata={"help": "comma-separated batch sizes"})
+    questions: int = field(
+        default=32, metadata={"help": "rg:gsm_symbolic questions per method and batch size"}
+    )
+    steps: int = field(default=8, metadata={"help": "latent steps per agent (latent_mas)"})
+    max_new_tokens: int = field(default=32, metadata={"help": "decode budget per decoding agent"})
+    threads: int = field(default=1, metadata={"help": "torch CPU threads"})
+    plot: str | None = field(default=None, metadata={"help": "write a PNG plot here"})
+    json: str | None = field(default=None, metadata={"help": "write the rows (and these settings) here"})
+
+    def __post_init__(self) -> None:
+        batches = [int(b) for b in self.batches.split(",")]
+        if self.questions < max(batches):
+            raise UsageError(f"--questions {self.questions} is smaller than the largest batch {max(batches)}")
+
+
+def run(ns: argparse.Namespace) -> int:
+    args = config_from_args(ThroughputBench, ns)
     batches = [int(b) for b in args.batches.split(",")]
-    if args.questions < max(batches):
-        p.error(f"--questions {args.questions} is smaller than the largest batch {max(batches)}.")
+    import torch
+
     torch.set_num_threads(args.threads)
 
     import agents
@@ -108,6 +118,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{b:>5} | " + " | ".join(f"{rec[mth]:>14.3f}" for mth in METHODS) + f" | {toks}", flush=True)
         _save(args, rows)  # after every row: a run stopped early keeps what it measured
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_script(
+        "bench/throughput.py", __doc__, partial(add_config_arguments, cls=ThroughputBench), run, argv
+    )
 
 
 if __name__ == "__main__":

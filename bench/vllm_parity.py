@@ -11,17 +11,29 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import dataclass, field
+from functools import partial
+
+from latent.args import add_config_arguments, config_from_args, run_script
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="smollm2-135m-instruct")
-    p.add_argument("--task", default="rg:chain_sum?min_terms=2&max_terms=2&min_digits=1&max_digits=1")
-    p.add_argument("--limit", type=int, default=16)
-    p.add_argument("--graphs", default="sequential,hierarchical")
-    p.add_argument("--latent-steps", type=int, default=20)
-    p.add_argument("--max-new-tokens", type=int, default=64)
-    args = p.parse_args(argv)
+@dataclass
+class VllmParityBench:
+    """Flags of the vLLM parity check."""
+
+    model: str = field(default="smollm2-135m-instruct", metadata={"help": "load_model name or path"})
+    task: str = field(
+        default="rg:chain_sum?min_terms=2&max_terms=2&min_digits=1&max_digits=1",
+        metadata={"help": "any `latentworks eval --list-tasks` name"},
+    )
+    limit: int = field(default=16, metadata={"help": "questions"})
+    graphs: str = field(default="sequential,hierarchical", metadata={"help": "comma-separated graphs"})
+    latent_steps: int = field(default=20, metadata={"help": "latent steps per agent"})
+    max_new_tokens: int = field(default=64, metadata={"help": "decode budget of the final agent"})
+
+
+def run(ns: argparse.Namespace) -> int:
+    args = config_from_args(VllmParityBench, ns)
 
     import agents
     from eval.tasks import load_task
@@ -44,6 +56,12 @@ def main(argv: list[str] | None = None) -> int:
         shown = "-" if diff is None else f"hf {diff[0][:40]!r} vs vllm {diff[1][:40]!r}"
         print(f"| {graph:<12} | {same:>4}/{len(hf):<4} | {t1 - t0:>7.1f} | {t2 - t1:>7.1f} | {shown} |")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_script(
+        "bench/vllm_parity.py", __doc__, partial(add_config_arguments, cls=VllmParityBench), run, argv
+    )
 
 
 if __name__ == "__main__":

@@ -30,14 +30,19 @@ import statistics
 import sys
 import time
 from argparse import Namespace
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:  # annotations only: --help imports no torch
+    import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from official_adapter import check_official_dir  # noqa: E402
+
+from latent.args import add_config_arguments, config_from_args, run_script  # noqa: E402
 
 
 def _ratio_summary(ratios: list[float]) -> dict:
@@ -75,6 +80,7 @@ def thought_diff(official: torch.Tensor, ours: torch.Tensor, rows: torch.Tensor)
 
 def latent_loop(off, wrapper, m, msgs: list[list[dict]], steps: int, repeats: int) -> dict:
     """Prefill of one agent's prompt + `steps` latent steps, both sides, on the same chat messages."""
+    import torch
     from official_adapter import record_thoughts
 
     from latent.memory import WorkingMemory
@@ -220,32 +226,44 @@ def _write_json(path: str | None, out: dict) -> None:
     Path(path).write_text(json.dumps(summary, indent=1))
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--official", default=None, help="a checkout of github.com/Gen-Verse/LatentMAS")
-    p.add_argument("--model", default="smollm2-135m-instruct", help="load_model name or path")
-    p.add_argument("--steps", type=int, default=8, help="latent steps per agent")
-    p.add_argument("--batches", default="1,16", help="batch sizes of the latent-loop comparison")
-    p.add_argument("--repeats", type=int, default=6, help="interleaved repetitions per latent-loop batch")
-    p.add_argument("--questions", type=int, default=64, help="questions of the end-to-end comparison")
-    p.add_argument("--e2e-batches", default="1,16")
-    p.add_argument("--max-new-tokens", type=int, default=96, help="judger decode budget")
-    p.add_argument(
-        "--realign",
-        choices=("identity", "ridge"),
-        default="identity",
-        help="identity = the official default (norm rescale only); ridge = --latent_space_realign",
+@dataclass
+class VsOfficialBench:
+    """Flags of the comparison with the official code."""
+
+    official: str | None = field(
+        default=None, metadata={"help": "a checkout of github.com/Gen-Verse/LatentMAS"}
     )
-    p.add_argument("--skip-e2e", action="store_true", help="latent loop only")
-    p.add_argument("--skip-latent", action="store_true", help="end to end only")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--json", default=None, help="write the ratios (and details) here")
-    args = p.parse_args(argv)
+    model: str = field(default="smollm2-135m-instruct", metadata={"help": "load_model name or path"})
+    steps: int = field(default=8, metadata={"help": "latent steps per agent"})
+    batches: str = field(default="1,16", metadata={"help": "batch sizes of the latent-loop comparison"})
+    repeats: int = field(default=6, metadata={"help": "interleaved repetitions per latent-loop batch"})
+    questions: int = field(default=64, metadata={"help": "questions of the end-to-end comparison"})
+    e2e_batches: str = field(default="1,16", metadata={"help": "batch sizes of the end-to-end comparison"})
+    max_new_tokens: int = field(default=96, metadata={"help": "judger decode budget"})
+    realign: str = field(
+        default="identity",
+        metadata={
+            "help": "identity = the official default (norm rescale only); ridge = --latent_space_realign",
+            "choices": ("identity", "ridge"),
+        },
+    )
+    skip_e2e: bool = field(default=False, metadata={"switch": True, "help": "latent loop only"})
+    skip_latent: bool = field(default=False, metadata={"switch": True, "help": "end to end only"})
+    threads: int = field(default=1, metadata={"help": "torch CPU threads"})
+    json: str | None = field(default=None, metadata={"help": "write the ratios (and details) here"})
+
+
+def run(ns: argparse.Namespace) -> int:
+    args = config_from_args(VsOfficialBench, ns)
+    from official_adapter import check_official_dir
+
     try:
         root = check_official_dir(args.official)
     except ValueError as err:
         print(f"vs_official: skipped: {err}", file=sys.stderr)
         return 2
+    import torch
+
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
 
@@ -332,6 +350,12 @@ def main(argv: list[str] | None = None) -> int:
 
     _write_json(args.json, out)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_script(
+        "bench/vs_official.py", __doc__, partial(add_config_arguments, cls=VsOfficialBench), run, argv
+    )
 
 
 if __name__ == "__main__":

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import sys
@@ -187,12 +186,9 @@ def format_table(rows: list[dict], spread: dict | None = None) -> str:
 
 
 def plot(rows: list[dict], path: Path) -> None:
-    import matplotlib
+    from latent.plotting import figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    fig, axes = figure(1, 2, figsize=(9, 3.6), extra="eval")
     for ax, key, label in (
         (axes[0], "output_tokens", "output tokens / item"),
         (axes[1], "seconds_per_item", "seconds / item"),
@@ -209,8 +205,7 @@ def plot(rows: list[dict], path: Path) -> None:
         ax.grid(alpha=0.3)
     fig.suptitle("accuracy vs cost (95% Wilson CI)")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 def write_summary(out: str | Path, problems: dict | None = None) -> list[dict]:
@@ -256,7 +251,9 @@ def print_report(out: str | Path) -> str:
     notes = "".join(f"\n> {w}\n" for w in warnings)
     body = f"# Evaluation report\n\n{head}\n{notes}\n{table}\n\n"
     _write(out / "report.md", body)  # before the plot: a plot error never costs the report
-    if importlib.util.find_spec("matplotlib") is None:
+    from latent.plotting import can_plot
+
+    if not can_plot():
         print('(no report.png: plots need matplotlib, pip install "latentworks[eval]")')
         return table
     try:

@@ -627,12 +627,9 @@ def _preset_command(cfg: BuiltinConfig) -> str:
 
 def plot_loss(log: list[dict], path: Path) -> None:
     """Training loss against tokens seen, pretraining and SFT in two colours."""
-    import matplotlib
+    from latent.plotting import figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
+    fig, ax = figure(figsize=(6, 3.5), dpi=100, extra="train")
     for stage, color in (("pretrain", "tab:blue"), ("sft", "tab:orange")):
         pts = [(e["tokens"] / 1e6, e["loss"]) for e in log if e["stage"] == stage]
         if pts:
@@ -647,8 +644,7 @@ def plot_loss(log: list[dict], path: Path) -> None:
     ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def _frames_line() -> str:

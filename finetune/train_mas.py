@@ -471,20 +471,16 @@ def solver_accuracy(model_path: str, seed: int, n_per_steps: int = 256) -> dict:
 
 def plot_loss(log: list[dict], path: Path) -> None:
     """Training loss (text and latent batches together) against optimizer steps."""
-    import matplotlib
+    from latent.plotting import figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
+    fig, ax = figure(figsize=(6, 3.5), dpi=100, extra="train")
     ax.plot([e["step"] for e in log], [e["loss"] for e in log], color="tab:orange")
     ax.set_xlabel("optimizer step")
     ax.set_ylabel("cross-entropy (assistant tokens)")
     ax.set_yscale("log")
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def _load_base(cfg: MasTrainConfig):

@@ -338,12 +338,9 @@ def plot_layer_curves(
     curves: dict[str, list[dict]], path: str | Path, metric: str = "auroc", title: str = ""
 ) -> Path:
     """Line plot of `metric` per layer for each named scan, with CI bands where present."""
-    import matplotlib
+    from latent.plotting import figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.6))
+    fig, ax = figure(figsize=(6, 3.6), extra="probes")
     for name, rows in curves.items():
         xs = [r["layer"] for r in rows]
         ax.plot(xs, [r[metric] for r in rows], marker="o", label=name)
@@ -359,6 +356,5 @@ def plot_layer_curves(
     ax.legend(fontsize=7)
     fig.tight_layout()
     path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)
     return path

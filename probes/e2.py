@@ -335,12 +335,9 @@ def _plots(meas: dict, st: dict, out: Path) -> None:
 
 
 def _plot_sweep(rows: list[dict], path: Path) -> None:
-    import matplotlib
+    from latent.plotting import figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.6))
+    fig, ax = figure(figsize=(6, 3.6), extra="probes")
     base = rows[0]["metric"]
     for layer in sorted({r["layer"] for r in rows if r["layer"] >= 0}):
         for kind, ls in (("direction", "-"), ("random", ":")):
@@ -364,8 +361,7 @@ def _plot_sweep(rows: list[dict], path: Path) -> None:
     ax.set_title("steering sweep (red x = fails coherence guard)", fontsize=9)
     ax.legend(fontsize=6)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)
 
 
 def run_e2(m: LatentModel, cfg: ProbeConfig) -> dict:

@@ -755,12 +755,9 @@ def organism_verdict(study: dict, n_boot: int = 1000, seed: int = 0) -> dict:
 
 
 def _plot_organisms(study: dict, path: Path) -> None:
-    import matplotlib
+    from latent.plotting import figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3.4), sharey=True)
+    fig, axes = figure(1, 2, figsize=(8, 3.4), sharey=True, extra="probes")
     for ax, (kind, s) in zip(axes, study.items()):
         ls = [str(r["layer"]) for r in s["steering"]]
         for key, lab in (
@@ -775,5 +772,4 @@ def _plot_organisms(study: dict, path: Path) -> None:
     axes[0].set_ylabel("change in refusal-margin gap (nats)")
     axes[0].legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)

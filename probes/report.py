@@ -74,19 +74,11 @@ def write_result(out_dir: Path, name: str, result: dict, report: str) -> tuple[P
     return jpath, mpath
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def bar_plot(labels: list[str], stats: list[dict], path: Path, ylabel: str, title: str = "") -> Path:
     """Bars of mean_ci dicts with their CI as error bars."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(max(4, 0.9 * len(labels)), 3.4))
+    from latent.plotting import figure, save_figure
+
+    fig, ax = figure(figsize=(max(4, 0.9 * len(labels)), 3.4), extra="probes")
     means = np.array([s["mean"] for s in stats])
     err = np.array([[s["mean"] - s["lo"] for s in stats], [s["hi"] - s["mean"] for s in stats]])
     ax.bar(range(len(labels)), means, yerr=err, capsize=3, color="#4C72B0")
@@ -95,8 +87,7 @@ def bar_plot(labels: list[str], stats: list[dict], path: Path, ylabel: str, titl
     ax.set_title(title, fontsize=9)
     ax.axhline(0, color="grey", lw=0.8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)
     return path
 
 
@@ -110,8 +101,9 @@ def heatmap(
     vmax: float = 1,
 ) -> Path:
     """Annotated heatmap (e.g. the cross-probe transfer AUROC matrix)."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(1.1 * len(cols) + 1.5, 0.9 * len(rows) + 1))
+    from latent.plotting import figure, save_figure
+
+    fig, ax = figure(figsize=(1.1 * len(cols) + 1.5, 0.9 * len(rows) + 1), extra="probes")
     im = ax.imshow(matrix, vmin=vmin, vmax=vmax, cmap="viridis")
     for i in range(len(rows)):
         for j in range(len(cols)):
@@ -123,6 +115,5 @@ def heatmap(
     ax.set_title(title, fontsize=9)
     fig.colorbar(im, ax=ax)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)
     return path

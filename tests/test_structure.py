@@ -13,8 +13,8 @@ PACKAGES = ["latent", "agents", "eval", "finetune", "probes", "families", "bench
 SHORT = ["latent", "agents", "eval", "latentworks"]
 MAX_LINES = 80
 HOOKS = {"register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook"}
-# Packages whose command lines come from `latent.args` (families/ demos and bench/ scripts keep theirs)
-BUILDER_USERS = ["latent", "agents", "eval", "finetune", "probes"]
+# Packages whose command lines come from `latent.args`: every one below the router, scripts included
+BUILDER_USERS = ["latent", "agents", "eval", "finetune", "probes", "families", "bench"]
 BUILDER = "latent.args"  # the builder itself is the one place argparse is called
 PARSER_CALLS = {"add_argument", "add_parser", "add_subparsers", "add_argument_group", "ArgumentParser"}
 

@@ -5,11 +5,15 @@ one template. Values come from the generator's test split, so no value was seen 
 Run: python bench/data/make_handoff_alt.py
 """
 
+import argparse
 import json
 import random
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from eval.tasks_handoff import values
+from latent.args import add_config_arguments, config_from_args, run_script
 
 PEOPLE = ("Priya", "Mateo", "Yuki", "Kofi", "Ingrid", "Rafael", "Aisha", "Dmitri", "Chloe", "Tariq")
 THINGS = ("bike lock", "gym locker", "apartment door", "parcel box", "storage unit", "mailbox")
@@ -40,12 +44,32 @@ def pick(rng, i):
     }
 
 
-def main() -> None:
+@dataclass
+class HandoffAltData:
+    """Flags of the alternative-wording data generator."""
+
+    out: str = field(
+        default=str(Path(__file__).parent / "handoff_alt.jsonl"), metadata={"help": "JSONL file"}
+    )
+
+
+def run(ns: argparse.Namespace) -> int:
+    out = Path(config_from_args(HandoffAltData, ns).out)
     rng = random.Random(77)
     rows = [relay(rng, i) for i in range(64)] + [pick(rng, i) for i in range(64)]
-    out = Path(__file__).parent / "handoff_alt.jsonl"
     out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_script(
+        "bench/data/make_handoff_alt.py",
+        __doc__,
+        partial(add_config_arguments, cls=HandoffAltData),
+        run,
+        argv,
+    )
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import torch
 
-from ..demo_cli import DemoParser, finish_demo
+from latent.args import UsageError
+
+from ..demo_cli import demo_config, finish_demo, run_demo
 from .baselines import (
     ar_baseline,
     ar_token_nll,
@@ -52,15 +55,28 @@ def _ms(v: list[float], fmt: str = ".3f") -> str:
     return f"{a.mean():{fmt}} +- {a.std():{fmt}}"
 
 
+@dataclass
+class AogptFlags:
+    """The aogpt demo's own flags (next to the shared --quick, --seeds, --out)."""
+
+    steps: int | None = field(
+        default=None, metadata={"help": "training steps per model (default 300, quick 5)"}
+    )
+
+
+AogptDemo = demo_config("aogpt", AogptFlags, seeds=2)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the three tables and write results.json into --out."""
-    ap = DemoParser("aogpt", __doc__.splitlines()[0], seeds=2)
-    ap.add_argument("--steps", type=int, default=None, help="training steps per model (default 300, quick 5)")
-    args = ap.parse_demo(argv)
+    return run_demo(AogptDemo, __doc__.splitlines()[0], _demo, argv)
+
+
+def _demo(args: Any) -> int:
     seeds = args.seeds
     steps = args.steps if args.steps is not None else (5 if args.quick else 300)
     if steps < 1:
-        ap.error("--steps must be >= 1")
+        raise UsageError("--steps must be >= 1")
     torch.set_num_threads(1)
     t_start = time.time()
     cfg = AOGPTConfig(block_size=32) if args.quick else AOGPTConfig()

@@ -11,11 +11,15 @@ import io
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from ..demo_cli import DemoParser, finish_demo
+from latent.args import UsageError
+
+from ..demo_cli import demo_config, finish_demo, run_demo
 from .baselines import LinUCB, MabwiserDisjointLinUCB, kron_arms
 from .config import BLCEConfig
 from .data import LinearContextualEnv, run_bandit
@@ -139,12 +143,9 @@ def _table(rows: dict[str, dict[str, list[float]]]) -> None:
 
 
 def _plot(curves: dict[str, list[float]], T: int, path: Path) -> None:
-    import matplotlib
+    from latent.plotting import figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = figure(figsize=(6, 4), extra="families")
     for name, c in curves.items():
         ax.plot(np.linspace(0, T, len(c)), c, label=name)
     for end in static_grid(T)[:-1]:
@@ -153,30 +154,38 @@ def _plot(curves: dict[str, list[float]], T: int, path: Path) -> None:
     ax.set_ylabel("cumulative regret")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
+
+
+@dataclass
+class BlceFlags:
+    """The blce demo's own flags (next to the shared --quick, --seeds, --out)."""
+
+    configs: str | None = field(
+        default=None, metadata={"help": "regret-part arm sets as KxD,KxD (default 10x5,100x5,1000x5,100x10)"}
+    )
+    regret_only: bool = field(
+        default=False, metadata={"switch": True, "help": "skip the slope, logistic and disjoint parts"}
+    )
+
+
+BlceDemo = demo_config("blce", BlceFlags, seeds=3, quick_seeds=2)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = DemoParser("blce", __doc__, seeds=3, quick_seeds=2)
-    parser.add_argument(
-        "--configs",
-        type=str,
-        default=None,
-        help="regret-part arm sets as KxD,KxD (default 10x5,100x5,1000x5,100x10)",
-    )
-    parser.add_argument(
-        "--regret-only", action="store_true", help="skip the slope, logistic and disjoint parts"
-    )
-    args = parser.parse_demo(argv)
+    """Command-line entry point (`latentworks family blce`)."""
+    return run_demo(BlceDemo, __doc__, _demo, argv)
+
+
+def _demo(args: Any) -> int:
     try:
         configs = (
             [tuple(int(v) for v in c.split("x")) for c in args.configs.split(",")] if args.configs else None
         )
     except ValueError:
-        parser.error(f"--configs must look like 1000x5,100x10, got {args.configs!r}")
+        raise UsageError(f"--configs must look like 1000x5,100x10, got {args.configs!r}") from None
     if configs is not None and any(len(c) != 2 or min(c) < 1 for c in configs):
-        parser.error(f"--configs must look like 1000x5,100x10, got {args.configs!r}")
+        raise UsageError(f"--configs must look like 1000x5,100x10, got {args.configs!r}")
     n_seeds = args.seeds
     seeds = list(range(n_seeds))
     wall0, cpu0 = time.time(), time.process_time()

@@ -7,13 +7,17 @@ Prints a table (mean +- std over seeds) and writes results.json and grad_through
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..demo_cli import DemoParser, finish_demo
+from latent.args import UsageError
+
+from ..demo_cli import demo_config, finish_demo, run_demo
 from ..parallel import run_jobs
 from .config import UNITS, CMRUConfig
 from .data import copy_first_input, sequential_digits
@@ -189,53 +193,56 @@ def summarize(results: list[dict], units: tuple[str, ...], lengths: list[int], n
 
 
 def _plot(curves: dict[str, list[float]], path: Path) -> None:
-    import matplotlib
+    from latent.plotting import figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+    fig, ax = figure(figsize=(6, 3.5), extra="families")
     for unit, curve in curves.items():
         ax.semilogy(np.maximum(np.asarray(curve), 1e-12), label=unit)
     ax.set_xlabel("time step t")
     ax.set_ylabel("||dL/du_t|| (init, loss at last step)")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
+
+
+@dataclass
+class CmruFlags:
+    """The cmru demo's own flags (next to the shared --quick, --seeds, --out)."""
+
+    units: str = field(default=",".join(UNITS), metadata={"help": f"comma list from {UNITS}"})
+    noise: str = field(default="0.3,0.6", metadata={"help": "comma list of test-time state-noise sigmas"})
+    tasks: str = field(
+        default="copy,digits,pdigits", metadata={"help": "comma list of copy, digits, pdigits"}
+    )
+    steps_scale: float = field(default=1.0, metadata={"help": "multiplies the training steps of every run"})
+
+
+CmruDemo = demo_config("cmru", CmruFlags, seeds=5, workers=2)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point (`latentworks family cmru`)."""
-    parser = DemoParser("cmru", __doc__.splitlines()[0], seeds=5, workers=2)
-    parser.add_argument("--units", type=str, default=",".join(UNITS), help=f"comma list from {UNITS}")
-    parser.add_argument(
-        "--noise", type=str, default="0.3,0.6", help="comma list of test-time state-noise sigmas"
-    )
-    parser.add_argument(
-        "--tasks", type=str, default="copy,digits,pdigits", help="comma list of copy, digits, pdigits"
-    )
-    parser.add_argument(
-        "--steps-scale", type=float, default=1.0, help="multiplies the training steps of every run"
-    )
-    args = parser.parse_demo(argv)
+    return run_demo(CmruDemo, __doc__.splitlines()[0], _demo, argv)
+
+
+def _demo(args: Any) -> int:
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     if not tasks or not set(tasks) <= set(CONVERGED):
-        parser.error(f"--tasks must be a comma list of {tuple(CONVERGED)}, got {args.tasks!r}")
+        raise UsageError(f"--tasks must be a comma list of {tuple(CONVERGED)}, got {args.tasks!r}")
     if not args.steps_scale > 0:
-        parser.error(f"--steps-scale must be > 0, got {args.steps_scale}")
+        raise UsageError(f"--steps-scale must be > 0, got {args.steps_scale}")
     units = tuple(u.strip() for u in args.units.split(",") if u.strip())
     bad = [u for u in units if u not in UNITS]
     if bad or not units:
-        parser.error(f"--units must be a comma list from {UNITS}, got {args.units!r}")
+        raise UsageError(f"--units must be a comma list from {UNITS}, got {args.units!r}")
     seeds = args.seeds
     lengths = [20, 60] if args.quick else [100, 300, 1000]
     try:
         noise = [float(v) for v in args.noise.split(",") if v.strip()]
     except ValueError:
-        parser.error(f"--noise must be a comma list of numbers, got {args.noise!r}")
+        raise UsageError(f"--noise must be a comma list of numbers, got {args.noise!r}") from None
     if not noise or min(noise) < 0:
-        parser.error(f"--noise needs at least one sigma >= 0, got {args.noise!r}")
+        raise UsageError(f"--noise needs at least one sigma >= 0, got {args.noise!r}")
     steps = {k: max(1, round(v * args.steps_scale)) for k, v in (("copy", 15 if args.quick else 300),
                                                                   ("digits", 10 if args.quick else 150))}  # fmt: skip
     lrs = {"copy": (3e-3,), "digits": (1e-2,)} if args.quick else LEARNING_RATES

@@ -4,11 +4,15 @@ and statsmodels macrodata. Run `python -m families.conflux.demo` or `--quick`.""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
 
-from ..demo_cli import DemoParser, finish_demo
+from latent.args import UsageError
+
+from ..demo_cli import demo_config, finish_demo, run_demo
 from ..parallel import run_jobs
 from .config import ConFluxConfig
 from .data import latent_factor_series, macrodata, windows
@@ -221,16 +225,29 @@ def summarize(syn: list[dict], zs: list[dict], macro: list[dict]) -> str:
     return "\n".join(lines)
 
 
+@dataclass
+class ConfluxFlags:
+    """The conflux demo's own flags (next to the shared --quick, --seeds, --out)."""
+
+    no_heavy: bool = field(
+        default=False, metadata={"switch": True, "help": "skip the neuralforecast baselines"}
+    )
+    epochs: int | None = field(
+        default=None, metadata={"help": "synthetic training epochs (default 12, quick 1)"}
+    )
+
+
+ConfluxDemo = demo_config("conflux", ConfluxFlags, seeds=5, workers=2)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point (`latentworks family conflux`)."""
-    parser = DemoParser("conflux", __doc__.splitlines()[0], seeds=5, workers=2)
-    parser.add_argument("--no-heavy", action="store_true", help="skip the neuralforecast baselines")
-    parser.add_argument(
-        "--epochs", type=int, default=None, help="synthetic training epochs (default 12, quick 1)"
-    )
-    args = parser.parse_demo(argv)
+    return run_demo(ConfluxDemo, __doc__.splitlines()[0], _demo, argv)
+
+
+def _demo(args: Any) -> int:
     if args.epochs is not None and args.epochs < 1:
-        parser.error(f"--epochs must be >= 1, got {args.epochs}")
+        raise UsageError(f"--epochs must be >= 1, got {args.epochs}")
     epochs = args.epochs if args.epochs is not None else (1 if args.quick else 12)
     seeds = args.seeds
     torch.set_num_threads(1)

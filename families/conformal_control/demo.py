@@ -11,11 +11,15 @@ import contextlib
 import io
 import math
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from ..demo_cli import DemoParser, finish_demo
+from latent.args import UsageError
+
+from ..demo_cli import demo_config, finish_demo, run_demo
 from .baselines import crc_bounds, crc_mapie, crc_textbook, ltt_mapie, mixture_risk_and_value
 from .boundary import (
     _quiet_model_logger,
@@ -198,12 +202,9 @@ def nonmonotone_part(seeds: list[int], trials: int, n_cal: int, alpha: float = 0
 
 
 def _plot(policy: dict, path: Path) -> None:
-    import matplotlib
+    from latent.plotting import figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = figure(figsize=(6, 4), extra="families")
     rows = policy["rows"]
     for key, d in rows.items():
         alpha, name = key.split("|")
@@ -216,17 +217,28 @@ def _plot(policy: dict, path: Path) -> None:
     ax.set_xlabel("realised infeasibility rate")
     ax.set_ylabel("mean Ehrlich-style objective")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
+
+
+@dataclass
+class ConformalControlFlags:
+    """The conformal_control demo's own flags (next to the shared --quick, --seeds, --out)."""
+
+    trials: int | None = field(default=None, metadata={"help": "calibration trials per seed (default 500)"})
+
+
+ConformalControlDemo = demo_config("conformal_control", ConformalControlFlags, seeds=3, quick_seeds=2)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = DemoParser("conformal_control", __doc__, seeds=3, quick_seeds=2)
-    parser.add_argument("--trials", type=int, default=None, help="calibration trials per seed (default 500)")
-    args = parser.parse_demo(argv)
+    """Command-line entry point (`latentworks family conformal_control`)."""
+    return run_demo(ConformalControlDemo, __doc__, _demo, argv)
+
+
+def _demo(args: Any) -> int:
     trials = args.trials if args.trials is not None else (20 if args.quick else 500)
     if trials < 1:
-        parser.error(f"--trials must be >= 1, got {trials}")
+        raise UsageError(f"--trials must be >= 1, got {trials}")
     seeds = list(range(args.seeds))
     start, cpu_start = time.time(), time.process_time()
     with _quiet_model_logger():  # uncertified calibrations are counted in the tables instead

@@ -12,14 +12,17 @@ Run: python -m families.covsel.demo [--quick] [--seeds 3] [--out runs/covsel]
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import time
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from ..demo_cli import DemoParser, finish_demo
+from latent.args import UsageError
+
+from ..demo_cli import demo_config, finish_demo, run_demo
 from .baselines import dowhy_true_graph_ace, ehs_select, fci_select, run_fci
 from .citests import DSeparationOracle, FisherZTest
 from .config import CovselConfig
@@ -239,14 +242,25 @@ def _ms(vals: list[float], fmt: str = "{:.3f}") -> str:
     return (fmt + " +- " + fmt).format(float(np.mean(vals)), float(np.std(vals)))
 
 
+@dataclass
+class CovselFlags:
+    """The covsel demo's own flags (next to the shared --quick, --seeds, --out)."""
+
+    alpha: float = field(default=0.05, metadata={"help": "Fisher-z level in the finite-sample parts"})
+    skip_nsw: bool = field(default=False, metadata={"switch": True, "help": "skip the causaldata NSW part"})
+
+
+CovselDemo = demo_config("covsel", CovselFlags, seeds=3, quick_seeds=1)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the three parts and print / save the tables."""
-    p = DemoParser("covsel", __doc__, seeds=3, quick_seeds=1)
-    p.add_argument("--alpha", type=float, default=0.05, help="Fisher-z level in the finite-sample parts")
-    p.add_argument("--skip-nsw", action="store_true", help="skip the causaldata NSW part")
-    args = p.parse_demo(argv)
+    return run_demo(CovselDemo, __doc__, _demo, argv)
+
+
+def _demo(args: Any) -> int:
     if not 0.0 < args.alpha < 1.0:
-        p.error(f"--alpha must lie in (0, 1), got {args.alpha}")
+        raise UsageError(f"--alpha must lie in (0, 1), got {args.alpha}")
     table = io.StringIO()
     with contextlib.redirect_stdout(table):  # the tables are printed once, by finish_demo
         payload, wall = _run_all(args)
@@ -254,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _run_all(args: argparse.Namespace) -> tuple[dict, float]:
+def _run_all(args: Any) -> tuple[dict, float]:
     q = args.quick
     n_graphs, n_nodes, n_inst, n = (3, 8, 1, 600) if q else (20, 12, 5, 3000)
     t0 = time.time()

@@ -15,12 +15,15 @@ from __future__ import annotations
 import contextlib
 import io
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from ..demo_cli import DemoParser, finish_demo
+from latent.args import UsageError
+
+from ..demo_cli import demo_config, finish_demo, run_demo
 from .config import EmbTranslateConfig, LoRAHMoEConfig
 from .data import Pair, build_corpus, split_by_family
 from .embedders import MODELS, Embedder, cached_embed
@@ -229,16 +232,27 @@ def _print_tables(runs: list[dict], args, models: list[str], t_embed: float, wal
     print(f"seeds={args.seeds} models={args.models} embed={t_embed:.0f}s wall={wall:.0f}s")
 
 
+@dataclass
+class EmbtranslateFlags:
+    """The embtranslate demo's own flags (next to the shared --quick, --seeds, --out)."""
+
+    models: str = field(default="glove,e5,minilm", metadata={"help": f"A,B,C from {MODELS} (chain A->B->C)"})
+    cache: str | None = field(default=None, metadata={"help": "embedding cache folder (default OUT/cache)"})
+
+
+EmbtranslateDemo = demo_config("embtranslate", EmbtranslateFlags, seeds=3, quick_seeds=1)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Embed the corpus (cached), run all seeds, print the tables, write results.json."""
-    ap = DemoParser("embtranslate", __doc__, seeds=3, quick_seeds=1)
-    ap.add_argument("--models", default="glove,e5,minilm", help=f"A,B,C from {MODELS} (chain A->B->C)")
-    ap.add_argument("--cache", type=Path, default=None, help="embedding cache folder (default OUT/cache)")
-    args = ap.parse_demo(argv)
+    return run_demo(EmbtranslateDemo, __doc__, _demo, argv)
+
+
+def _demo(args: Any) -> int:
     models = args.models.split(",")
     if len(models) != 3 or any(m not in MODELS for m in models):
-        ap.error(f"--models needs three names from {MODELS}, got {args.models!r}")
-    args.cache = args.cache or Path(args.out) / "cache"
+        raise UsageError(f"--models needs three names from {MODELS}, got {args.models!r}")
+    args.cache = Path(args.cache) if args.cache else Path(args.out) / "cache"
     import torch
 
     torch.set_num_threads(1)  # small matrices: one thread avoids contention on the shared 2-core box

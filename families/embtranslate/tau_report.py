@@ -16,10 +16,13 @@ import argparse
 import json
 import math
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
+
+from latent.args import UsageError, add_config_arguments, config_from_args, run_script
 
 from .config import EmbTranslateConfig, LoRAHMoEConfig
 from .data import build_corpus, split_by_family
@@ -142,19 +145,32 @@ def summarize(runs: list[dict], boot: int = 2000) -> tuple[str, dict]:
     return "\n".join(lines), summary
 
 
+@dataclass
+class TauReportConfig:
+    """Flags of the routing-threshold report."""
+
+    seeds: int = field(default=3, metadata={"help": "translators fitted, one per seed"})
+    cache: str = field(default="runs/embtranslate/cache", metadata={"help": "embedding cache folder"})
+    out: str = field(default="families/embtranslate/results", metadata={"help": "folder of the reports"})
+
+    def __post_init__(self) -> None:
+        if self.seeds < 1:
+            raise UsageError("--seeds must be >= 1")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the seeds, print the table, write the markdown and JSON reports."""
-    ap = argparse.ArgumentParser(
-        prog="python -m families.embtranslate.tau_report", description=__doc__.splitlines()[0]
+    return run_script(
+        "python -m families.embtranslate.tau_report",
+        __doc__.splitlines()[0],
+        partial(add_config_arguments, cls=TauReportConfig),
+        _report,
+        argv,
     )
-    ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument(
-        "--cache", type=Path, default=Path("runs/embtranslate/cache"), help="embedding cache folder"
-    )
-    ap.add_argument("--out", type=Path, default=Path("families/embtranslate/results"))
-    args = ap.parse_args(argv)
-    if args.seeds < 1:
-        ap.error("--seeds must be >= 1")
+
+
+def _report(ns: argparse.Namespace) -> int:
+    args = config_from_args(TauReportConfig, ns)
     import torch
 
     torch.set_num_threads(1)
@@ -164,8 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     for m in ("e5", "minilm"):
         e = Embedder(m)
         emb[m] = {
-            "q": cached_embed(e, [p.query for p in corpus], True, args.cache),
-            "d": cached_embed(e, [p.document for p in corpus], False, args.cache),
+            "q": cached_embed(e, [p.query for p in corpus], True, Path(args.cache)),
+            "d": cached_embed(e, [p.document for p in corpus], False, Path(args.cache)),
         }
     runs = [run_seed(emb, corpus, s, 560, 300) for s in range(args.seeds)]
     table, summary = summarize(runs)
@@ -192,10 +208,11 @@ def main(argv: list[str] | None = None) -> int:
         + "\n"
     )
     print(text)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "tau_calibration.md").write_text(text)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "tau_calibration.md").write_text(text)
     slim = [{k: v for k, v in r.items() if k not in ("rows", "is_ood")} for r in runs]
-    (args.out / "tau_calibration.json").write_text(
+    (out / "tau_calibration.json").write_text(
         json.dumps({"summary": summary, "seeds": slim, "wall_s": wall}, indent=1)
     )
     return 0

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import itertools
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import torch
 
-from ..demo_cli import DemoParser, finish_demo
+from latent.args import UsageError
+
+from ..demo_cli import demo_config, finish_demo, run_demo
 from .baselines import GAN_NAMES, mmd_geomloss, sliced_w2_pot, w2_pot
 from .config import OBJECTIVES, GWFConfig
 from .data import TARGETS, modes_covered, sample_target
@@ -48,14 +51,25 @@ def _ms(rows: list[dict], key: str, fmt: str = ".3f") -> str:
     return "diverged" if len(a) == 0 else f"{a.mean():{fmt}} +- {a.std():{fmt}}"
 
 
+@dataclass
+class GwfFlags:
+    """The gwf demo's own flags (next to the shared --quick, --seeds, --out)."""
+
+    targets: str | None = field(default=None, metadata={"help": f"comma list from {TARGETS}"})
+    objectives: str | None = field(default=None, metadata={"help": f"comma list from {OBJECTIVES}"})
+    taus: str = field(default="0,0.01,0.1,1", metadata={"help": "comma list of tau values"})
+    steps: int | None = field(default=None, metadata={"help": "JKO steps per run (default 100, quick 10)"})
+
+
+GwfDemo = demo_config("gwf", GwfFlags, seeds=5)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the tau x objective table per target and write results.json (+ samples.png) into --out."""
-    ap = DemoParser("gwf", __doc__.splitlines()[0], seeds=5)
-    ap.add_argument("--targets", type=str, default=None, help=f"comma list from {TARGETS}")
-    ap.add_argument("--objectives", type=str, default=None, help=f"comma list from {OBJECTIVES}")
-    ap.add_argument("--taus", type=str, default="0,0.01,0.1,1", help="comma list of tau values")
-    ap.add_argument("--steps", type=int, default=None, help="JKO steps per run (default 100, quick 10)")
-    args = ap.parse_demo(argv)
+    return run_demo(GwfDemo, __doc__.splitlines()[0], _demo, argv)
+
+
+def _demo(args: Any) -> int:
     seeds = args.seeds
     steps = args.steps if args.steps is not None else (10 if args.quick else 100)
     targets = (args.targets or "ring8").split(",")  # moons / checkerboard: pass --targets
@@ -63,9 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     taus = [float(t) for t in args.taus.split(",")]
     for name, vals, allowed in (("targets", targets, TARGETS), ("objectives", objectives, OBJECTIVES)):
         if bad := [v for v in vals if v not in allowed]:
-            ap.error(f"unknown {name} {bad}; choose from {allowed}")
+            raise UsageError(f"unknown {name} {bad}; choose from {allowed}")
     if steps < 1:
-        ap.error("--steps must be >= 1")
+        raise UsageError("--steps must be >= 1")
     torch.set_num_threads(1)  # many small networks: threads only add contention
     cfg = GWFConfig(batch_size=64 if args.quick else 128)
     n_eval = 256 if args.quick else 1000

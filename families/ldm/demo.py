@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from ..demo_cli import DemoParser, finish_demo
+from latent.args import UsageError
+
+from ..demo_cli import demo_config, finish_demo, run_demo
 from .baselines import pykalman_features, reference_vicreg
 from .config import KalmanSSLConfig
 from .data import augment_digits, dot_motion, ica_mixture
@@ -246,15 +250,26 @@ def summarize(dot: list[dict], digits: list[dict], ica: list[dict]) -> str:
     return "\n".join(lines)
 
 
+@dataclass
+class LdmFlags:
+    """The ldm demo's own flags (next to the shared --quick, --seeds, --out)."""
+
+    parts: str = field(default="dot,digits,ica", metadata={"help": "comma list of dot, digits, ica"})
+
+
+LdmDemo = demo_config("ldm", LdmFlags, seeds=3)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point (`latentworks family ldm`)."""
-    parser = DemoParser("ldm", __doc__.splitlines()[0], seeds=3)
-    parser.add_argument("--parts", type=str, default="dot,digits,ica", help="comma list of dot, digits, ica")
-    args = parser.parse_demo(argv)
+    return run_demo(LdmDemo, __doc__.splitlines()[0], _demo, argv)
+
+
+def _demo(args: Any) -> int:
     seeds = args.seeds
     parts = {p.strip() for p in args.parts.split(",") if p.strip()}
     if not parts or not parts <= {"dot", "digits", "ica"}:
-        parser.error(f"--parts must be a non-empty comma list of dot, digits, ica; got {args.parts!r}")
+        raise UsageError(f"--parts must be a non-empty comma list of dot, digits, ica; got {args.parts!r}")
     torch.set_num_threads(1)
     start = time.perf_counter()
     part_seconds: dict[str, float] = {}

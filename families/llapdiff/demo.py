@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
 
-from ..demo_cli import DemoParser, finish_demo
+from ..demo_cli import demo_config, finish_demo, run_demo
 from ..parallel import run_jobs
 from .baselines import (
     GRUDelta,
@@ -213,15 +215,28 @@ def summarize(results: list[dict], rates: list[float]) -> str:
     return "\n".join(lines)
 
 
+@dataclass
+class LlapdiffFlags:
+    """The llapdiff demo's own flags (next to the shared --quick, --seeds, --out)."""
+
+    no_heavy: bool = field(
+        default=False,
+        metadata={
+            "switch": True,
+            "help": "skip the torchcde / neuralforecast (DLinear, DeepAR) / pypots baselines",
+        },
+    )
+
+
+LlapdiffDemo = demo_config("llapdiff", LlapdiffFlags, seeds=3, workers=2)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point (`latentworks family llapdiff`)."""
-    parser = DemoParser("llapdiff", __doc__.splitlines()[0], seeds=3, workers=2)
-    parser.add_argument(
-        "--no-heavy",
-        action="store_true",
-        help="skip the torchcde / neuralforecast (DLinear, DeepAR) / pypots baselines",
-    )
-    args = parser.parse_demo(argv)
+    return run_demo(LlapdiffDemo, __doc__.splitlines()[0], _demo, argv)
+
+
+def _demo(args: Any) -> int:
     torch.set_num_threads(1)
     rates = [0.0, 0.5] if args.quick else [0.0, 0.35, 0.7]
     start = time.perf_counter()

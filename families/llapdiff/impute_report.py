@@ -16,10 +16,14 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import torch
+
+from latent.args import UsageError, add_config_arguments, config_from_args, run_script
 
 from .baselines import interpolate_history
 from .data import DT, regime_oscillators
@@ -109,26 +113,42 @@ def _cell(v: list[float]) -> str:
     return f"{np.mean(v):.3f} +- {np.std(v):.3f}"
 
 
+@dataclass
+class ImputeReportConfig:
+    """Flags of the imputation report."""
+
+    seeds: int = field(default=3, metadata={"help": "seeds per missing rate"})
+    steps: int = field(default=400, metadata={"help": "training steps per model (the demo's default)"})
+    rates: str = field(
+        default="0.0",
+        metadata={"help": f"history missing rates, comma-separated (default data: 0.0; demo: {RATES})"},
+    )
+    eta: float | None = field(
+        default=None, metadata={"help": "DDIM eta of the inpainting (default: the config's, 0)"}
+    )
+    no_latent: bool = field(
+        default=False, metadata={"switch": True, "help": "skip the VAE + LapFormer model (slowest)"}
+    )
+    out: str = field(default="families/llapdiff/results", metadata={"help": "folder of the reports"})
+
+    def __post_init__(self) -> None:
+        if self.seeds < 1 or self.steps < 1:
+            raise UsageError("--seeds and --steps must be >= 1")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run every rate and seed, print and write the markdown and JSON reports."""
-    ap = argparse.ArgumentParser(
-        prog="python -m families.llapdiff.impute_report", description=__doc__.splitlines()[0]
+    return run_script(
+        "python -m families.llapdiff.impute_report",
+        __doc__.splitlines()[0],
+        partial(add_config_arguments, cls=ImputeReportConfig),
+        _report,
+        argv,
     )
-    ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--steps", type=int, default=400, help="training steps per model (the demo's default)")
-    ap.add_argument(
-        "--rates",
-        default="0.0",
-        help=f"history missing rates, comma-separated (default data: 0.0; demo: {RATES})",
-    )
-    ap.add_argument(
-        "--eta", type=float, default=None, help="DDIM eta of the inpainting (default: the config's, 0)"
-    )
-    ap.add_argument("--no-latent", action="store_true", help="skip the VAE + LapFormer model (slowest)")
-    ap.add_argument("--out", type=Path, default=Path("families/llapdiff/results"))
-    args = ap.parse_args(argv)
-    if args.seeds < 1 or args.steps < 1:
-        ap.error("--seeds and --steps must be >= 1")
+
+
+def _report(ns: argparse.Namespace) -> int:
+    args = config_from_args(ImputeReportConfig, ns)
     rates = [float(r) for r in args.rates.split(",")]
     torch.set_num_threads(1)
     t0 = time.time()
@@ -181,9 +201,10 @@ def main(argv: list[str] | None = None) -> int:
         f"best diffusion imputer at or below it in {best} of {len(res)}.\n"
     )
     print(text)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "imputation.md").write_text(text)
-    (args.out / "imputation.json").write_text(json.dumps({"runs": res, "wall_s": wall}, indent=1))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "imputation.md").write_text(text)
+    (out / "imputation.json").write_text(json.dumps({"runs": res, "wall_s": wall}, indent=1))
     return 0
 
 

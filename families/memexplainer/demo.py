@@ -10,18 +10,20 @@ baselines (gradient x input, captum integrated gradients, attention weights, ran
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import copy
 import io
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
-from ..demo_cli import DemoParser, finish_demo
+from latent.args import UsageError
+
+from ..demo_cli import demo_config, finish_demo, run_demo
 from .baselines import attention_scores, grad_x_input, integrated_gradients, random_scores, topk_events
 from .config import MemExplainerConfig
 from .data import EventStreams, make_streams
@@ -73,7 +75,7 @@ def _select_all(
     return masks, {m: v.mean(1).tolist() for m, v in surrogate.items()}
 
 
-def run_seed(seed: int, args: argparse.Namespace) -> dict:
+def run_seed(seed: int, args: Any) -> dict:
     """Train, explain and evaluate one seed; returns plain numbers."""
     cfg = MemExplainerConfig(seed=seed, train_steps=args.train_steps, task=args.task)
     t0 = time.time()
@@ -164,23 +166,34 @@ def _print_table(runs: list[dict], key: str, title: str, digits: int = 3) -> Non
         print(f"{method:<24}" + "".join(f"{c:>17}" for c in cells))
 
 
+@dataclass
+class MemexplainerFlags:
+    """The memexplainer demo's own flags (next to the shared --quick, --seeds, --out)."""
+
+    train_steps: int | None = field(default=None, metadata={"help": "override the Adam steps"})
+    explain: int | None = field(default=None, metadata={"help": "number of held-out streams to explain"})
+    task: str = field(
+        default="flag",
+        metadata={
+            "help": "'flag': a flagged query-node event; 'dormancy': the event that ends a long silence (timing only)"
+        },
+    )
+
+
+MemexplainerDemo = demo_config("memexplainer", MemexplainerFlags, seeds=3, quick_seeds=1)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the demo and print recall / fidelity tables (mean +- std over seeds)."""
-    ap = DemoParser("memexplainer", __doc__, seeds=3, quick_seeds=1)
-    ap.add_argument("--train-steps", type=int, default=None, help="override the Adam steps")
-    ap.add_argument("--explain", type=int, default=None, help="number of held-out streams to explain")
-    ap.add_argument(
-        "--task",
-        choices=("flag", "dormancy"),
-        default="flag",
-        help="'flag': a flagged query-node event; 'dormancy': the event that ends a long silence (timing only)",
-    )
-    args = ap.parse_demo(argv)
+    return run_demo(MemexplainerDemo, __doc__, _demo, argv)
+
+
+def _demo(args: Any) -> int:
     torch.set_num_threads(1)  # the demo machine is a shared 2-core box
     args.train_steps = args.train_steps or (40 if args.quick else 300)
     args.explain = args.explain or (16 if args.quick else 200)
     if args.train_steps < 1 or args.explain < 2:
-        ap.error("--train-steps must be >= 1 and --explain >= 2")
+        raise UsageError("--train-steps must be >= 1 and --explain >= 2")
     args.train_streams = 256 if args.quick else 1024
     args.ig_steps = 8 if args.quick else 32
     args.depths = [0, 4, None] if args.quick else [0, 1, 2, 4, 6, 8, 12, None]
@@ -223,12 +236,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _plot(runs: list[dict], path: Path) -> None:
     """Recall@k and KL@k per method (mean over seeds)."""
-    import matplotlib
+    from latent.plotting import figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    fig, axes = figure(1, 2, figsize=(9, 3.5), extra="families")
     for method in METHODS:
         for ax, key in zip(axes, ("recall", "kl"), strict=True):
             vals = np.array([r[method][key] for r in runs], dtype=float)
@@ -238,8 +248,7 @@ def _plot(runs: list[dict], path: Path) -> None:
     axes[1].set(xlabel="k", ylabel="KL(p || p_S)", yscale="log")
     axes[1].legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path, dpi=100)
 
 
 if __name__ == "__main__":

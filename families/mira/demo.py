@@ -9,13 +9,17 @@ from __future__ import annotations
 import contextlib
 import io
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 from scipy import stats
 
-from ..demo_cli import DemoParser, finish_demo
+from latent.args import UsageError
+
+from ..demo_cli import demo_config, finish_demo, run_demo
 from .baselines import joint_c2st, official_mira, sbc_ks, tarp_atc
 from .config import MiraConfig
 from .data import RegressionModel, gaussian_problem, regression_problem
@@ -137,32 +141,42 @@ def dimension_part(seeds: list[int], cfg: MiraConfig, dims: list[int], T: int, S
 
 
 def _plot(gauss: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from latent.plotting import figure, save_figure
 
     names = list(gauss["rows"])
     means = [np.mean(gauss["rows"][n]["mira"]) for n in names]
     stds = [np.std(gauss["rows"][n]["mira"]) for n in names]
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+    fig, ax = figure(figsize=(6, 3.5), extra="families")
     ax.bar(names, means, yerr=stds, color="tab:blue")
     ax.axhline(gauss["reference"], color="k", ls="--", label="reference (correct candidate)")
     ax.set_ylim(0.5, 0.75)
     ax.set_ylabel("MIRA score")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
+
+
+@dataclass
+class MiraFlags:
+    """The mira demo's own flags (next to the shared --quick, --seeds, --out)."""
+
+    num_runs: int | None = field(default=None, metadata={"help": "Monte Carlo runs (default 30, quick 10)"})
+    no_sbi: bool = field(
+        default=False, metadata={"switch": True, "help": "skip the sbi peers (SBC, TARP, C2ST)"}
+    )
+
+
+MiraDemo = demo_config("mira", MiraFlags, seeds=3, quick_seeds=2)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = DemoParser("mira", __doc__, seeds=3, quick_seeds=2)
-    parser.add_argument("--num-runs", type=int, default=None, help="Monte Carlo runs (default 30, quick 10)")
-    parser.add_argument("--no-sbi", action="store_true", help="skip the sbi peers (SBC, TARP, C2ST)")
-    args = parser.parse_demo(argv)
+    """Command-line entry point (`latentworks family mira`)."""
+    return run_demo(MiraDemo, __doc__, _demo, argv)
+
+
+def _demo(args: Any) -> int:
     if args.num_runs is not None and args.num_runs < 1:
-        parser.error(f"--num-runs must be >= 1, got {args.num_runs}")
+        raise UsageError(f"--num-runs must be >= 1, got {args.num_runs}")
     n_seeds = args.seeds
     cfg = MiraConfig(num_runs=args.num_runs or (10 if args.quick else 30), normalize=True)
     seeds = list(range(n_seeds))

@@ -16,10 +16,12 @@ from __future__ import annotations
 import contextlib
 import io
 import time
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from ..demo_cli import DemoParser, finish_demo
+from ..demo_cli import demo_config, finish_demo, run_demo
 from .baselines import retro_star_per_weight, weighted_sum_restarts
 from .config import MORetroConfig
 from .data import (
@@ -252,13 +254,22 @@ def _rdkit_section(seeds: int, quick: bool) -> list[dict]:
     return runs
 
 
+@dataclass
+class MoretroFlags:
+    """The moretro demo's own flags (next to the shared --quick, --seeds, --out)."""
+
+    env: str = field(default="all", metadata={"help": "which environments to run"})
+
+
+MoretroDemo = demo_config("moretro", MoretroFlags, seeds=3, quick_seeds=1)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the chosen environments over all seeds, print the tables, write results.json."""
-    p = DemoParser("moretro", __doc__, seeds=3, quick_seeds=1)
-    p.add_argument(
-        "--env", choices=["all", "toy", "rdkit", "large"], default="all", help="which environments to run"
-    )
-    args = p.parse_demo(argv)
+    return run_demo(MoretroDemo, __doc__, _demo, argv)
+
+
+def _demo(args: Any) -> int:
     import torch
 
     torch.set_num_threads(1)  # the GP has a handful of points: one thread avoids contention

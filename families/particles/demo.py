@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import itertools
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
-from ..demo_cli import DemoParser, finish_demo
+from ..demo_cli import demo_config, finish_demo, run_demo
 from .baselines import simulate_dopri5, wasserstein2
 from .config import ParticlesConfig
 from .data import initial_clouds, tiny_hf_model
@@ -65,11 +66,24 @@ def run_config(
     }
 
 
+@dataclass
+class ParticlesFlags:
+    """The particles demo's own flags (next to the shared --quick, --seeds, --out)."""
+
+    no_hf: bool = field(
+        default=False, metadata={"switch": True, "help": "skip the Hugging Face block diagnostic"}
+    )
+
+
+ParticlesDemo = demo_config("particles", ParticlesFlags, seeds=5, quick_seeds=2, min_seeds=2)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the particle tables and write results.json (+ energy.png) into --out."""
-    ap = DemoParser("particles", __doc__.splitlines()[0], seeds=5, quick_seeds=2, min_seeds=2)
-    ap.add_argument("--no-hf", action="store_true", help="skip the Hugging Face block diagnostic")
-    args = ap.parse_demo(argv)
+    return run_demo(ParticlesDemo, __doc__.splitlines()[0], _demo, argv)
+
+
+def _demo(args: Any) -> int:
     starts = args.seeds  # >= 2: the location spread compares starts
     torch.set_num_threads(1)  # the demo runs many small problems; threads only add contention
     t0 = time.time()
@@ -190,14 +204,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _plot(cfg: ParticlesConfig, out: Path) -> None:
     """Energy along the flow for the four main settings (one start each)."""
-    try:
-        import matplotlib
+    from latent.plotting import can_plot, figure, save_figure
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    if not can_plot():
         return
-    fig, ax = plt.subplots(1, 2, figsize=(9, 3.2))
+    fig, ax = figure(1, 2, figsize=(9, 3.2), extra="families")
     x0 = initial_clouds(1, cfg.n_particles, cfg.dim)[0]
     for k, inter in enumerate((1.0, -1.0)):
         for use_p in (False, True):
@@ -208,8 +219,7 @@ def _plot(cfg: ParticlesConfig, out: Path) -> None:
         ax[k].set(title=f"{'attractive' if inter > 0 else 'repulsive'}", xlabel="t", ylabel="E(mu_t)")
         ax[k].legend()
     fig.tight_layout()
-    fig.savefig(out / "energy.png", dpi=100)
-    plt.close(fig)
+    save_figure(fig, out / "energy.png", dpi=100)
 
 
 if __name__ == "__main__":

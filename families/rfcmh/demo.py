@@ -9,13 +9,16 @@ from __future__ import annotations
 import contextlib
 import io
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
-from ..demo_cli import DemoParser, finish_demo
+from latent.args import UsageError
+
+from ..demo_cli import demo_config, finish_demo, run_demo
 from .baselines import cleanlab_issues, softmax_label_confidence, train_supervised_hashing
 from .config import RFCMHConfig
 from .data import TwoViewSplit, digits_two_view
@@ -75,27 +78,40 @@ def _fmt(vals: list[float]) -> str:
     return "n/a" if np.isnan(a).all() else f"{np.nanmean(a):.3f} +- {np.nanstd(a):.3f}"
 
 
+@dataclass
+class RfcmhFlags:
+    """The rfcmh demo's own flags (next to the shared --quick, --seeds, --out)."""
+
+    epochs: int | None = field(default=None, metadata={"help": "override training epochs"})
+    methods: str | None = field(
+        default=None, metadata={"help": f"comma list, subset of {','.join(METHODS)} (quick mode)"}
+    )
+    noise: float = field(default=0.6, metadata={"help": "symmetric label-noise rate of the quick mode"})
+    bits: int = field(default=16, metadata={"help": "code length of the quick mode"})
+    n_train: int = field(default=400, metadata={"help": "training pairs of the quick mode"})
+
+
+RfcmhDemo = demo_config("rfcmh", RfcmhFlags, seeds=3, quick_seeds=1)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the noise-rate and code-length sweeps and print one table."""
-    ap = DemoParser("rfcmh", __doc__, seeds=3, quick_seeds=1)
-    ap.add_argument("--epochs", type=int, default=None, help="override training epochs")
-    ap.add_argument("--methods", default=None, help=f"comma list, subset of {','.join(METHODS)} (quick mode)")
-    ap.add_argument("--noise", type=float, default=0.6, help="symmetric label-noise rate of the quick mode")
-    ap.add_argument("--bits", type=int, default=16, help="code length of the quick mode")
-    ap.add_argument("--n-train", type=int, default=400, help="training pairs of the quick mode")
-    args = ap.parse_demo(argv)
+    return run_demo(RfcmhDemo, __doc__, _demo, argv)
+
+
+def _demo(args: Any) -> int:
     if args.epochs is not None and args.epochs < 1:
-        ap.error(f"--epochs must be >= 1, got {args.epochs}")
+        raise UsageError(f"--epochs must be >= 1, got {args.epochs}")
     if not 0.0 <= args.noise < 1.0:
-        ap.error(f"--noise must lie in [0, 1), got {args.noise}")
+        raise UsageError(f"--noise must lie in [0, 1), got {args.noise}")
     if args.bits < 1 or args.n_train < 20:
-        ap.error(f"--bits must be >= 1 and --n-train >= 20, got {args.bits} and {args.n_train}")
+        raise UsageError(f"--bits must be >= 1 and --n-train >= 20, got {args.bits} and {args.n_train}")
     torch.set_num_threads(1)  # the demo machine is a shared 2-core box
     epochs = args.epochs or (3 if args.quick else 20)
     methods_q = tuple(args.methods.split(",")) if args.methods else METHODS
     unknown = set(methods_q) - set(METHODS) - set(ABLATIONS)
     if unknown:
-        ap.error(f"unknown --methods {sorted(unknown)}; choose from {METHODS}")
+        raise UsageError(f"unknown --methods {sorted(unknown)}; choose from {METHODS}")
     if args.quick:
         settings = [(args.noise, args.bits, methods_q)]
     else:  # noise sweep at 32 bits; bit sweep and ablations at noise 0.6
@@ -135,12 +151,9 @@ def _plot(rows: list[dict], path: Path) -> None:
     """mAP (mean of I2T and T2I) against noise rate at 32 bits, one line per method (skipped if < 2 rates)."""
     if len({r["noise"] for r in rows if r["bits"] == 32}) < 2:
         return
-    import matplotlib
+    from latent.plotting import figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3.5))
+    fig, ax = figure(figsize=(5, 3.5), extra="families")
     for method in METHODS:
         pts = [
             (r["noise"], np.mean([(x["i2t"] + x["t2i"]) / 2 for x in r["runs"]]))
@@ -153,8 +166,7 @@ def _plot(rows: list[dict], path: Path) -> None:
     ax.set_ylabel("mAP@all (mean of I2T, T2I)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path, dpi=100)
 
 
 if __name__ == "__main__":

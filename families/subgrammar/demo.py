@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
-from ..demo_cli import DemoParser, finish_demo
+from latent.args import UsageError
+
+from ..demo_cli import demo_config, finish_demo, run_demo
 from ..parallel import run_jobs
 from .config import SubgrammarConfig
 from .data import three_subgrammar_pcfg
@@ -40,23 +43,30 @@ def _half_time(steps: list[int], curve: list[float]) -> float:
     return float("nan")
 
 
+@dataclass
+class SubgrammarFlags:
+    """The subgrammar demo's own flags (next to the shared --quick, --seeds, --out)."""
+
+    train_steps: int = field(default=400, metadata={"help": "steps per run (pretraining gets 3/8 of this)"})
+    sizes: str = field(default="1x4,1x8,2x16", metadata={"help": "comma list of LAYERSxWIDTH model sizes"})
+
+
+SubgrammarDemo = demo_config("subgrammar", SubgrammarFlags, seeds=5, workers=2)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the KL decomposition, curves summary and pretraining table; write results.json into --out."""
-    ap = DemoParser("subgrammar", __doc__.splitlines()[0], seeds=5, workers=2)
-    ap.add_argument(
-        "--train-steps", type=int, default=400, help="steps per run (pretraining gets 3/8 of this)"
-    )
-    ap.add_argument(
-        "--sizes", type=str, default="1x4,1x8,2x16", help="comma list of LAYERSxWIDTH model sizes"
-    )
-    args = ap.parse_demo(argv)
+    return run_demo(SubgrammarDemo, __doc__.splitlines()[0], _demo, argv)
+
+
+def _demo(args: Any) -> int:
     seeds = args.seeds
     try:
         sizes_arg = [tuple(int(v) for v in item.split("x")) for item in args.sizes.split(",") if item.strip()]
     except ValueError:
-        ap.error(f"--sizes must look like 1x4,2x16 (layers x width), got {args.sizes!r}")
+        raise UsageError(f"--sizes must look like 1x4,2x16 (layers x width), got {args.sizes!r}") from None
     if not sizes_arg or any(len(sz) != 2 or min(sz) < 1 for sz in sizes_arg) or args.train_steps < 8:
-        ap.error("--sizes needs LAYERSxWIDTH items >= 1 and --train-steps must be >= 8")
+        raise UsageError("--sizes needs LAYERSxWIDTH items >= 1 and --train-steps must be >= 8")
     torch.set_num_threads(1)
     t0 = time.time()
     lines: list[str] = []
@@ -152,15 +162,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _plot(results: dict, out: Path) -> None:
     """Per-subgrammar KL curves of the first scratch run of every size."""
-    try:
-        import matplotlib
+    from latent.plotting import can_plot, figure, save_figure
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    if not can_plot():
         return
     keys = [k for k in results["runs"] if k.endswith("scratch")]
-    fig, axes = plt.subplots(1, len(keys), figsize=(3.2 * len(keys), 3), squeeze=False)
+    fig, axes = figure(1, len(keys), figsize=(3.2 * len(keys), 3), squeeze=False, extra="families")
     for ax, k in zip(axes[0], keys):
         r = results["runs"][k][0]
         for name in ("top", "KL_A", "KL_B", "KL_C"):
@@ -168,8 +175,7 @@ def _plot(results: dict, out: Path) -> None:
         ax.set(title=k, xlabel="step")
     axes[0][0].legend()
     fig.tight_layout()
-    fig.savefig(out / "kl_curves.png", dpi=100)
-    plt.close(fig)
+    save_figure(fig, out / "kl_curves.png", dpi=100)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 says how to get one, before loading anything."""
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 def _load(name):
     spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod  # dataclasses look their module up while the file runs
     spec.loader.exec_module(mod)
     return mod
 

@@ -303,7 +303,7 @@ def train(
             n_latent += 1
             with_random = n_latent % cfg.anti_random_every == 0
             loss, parts = latent_loss(
-                lm, items, cfg.k_at(prog), cfg.anti_weight, cfg.seed + step, with_random
+                lm, items, cfg.k_at(prog), cfg.anti_weight, cfg.seed + step, with_random, cfg.note_weight
             )
         opt.zero_grad(set_to_none=True)
         loss.backward()

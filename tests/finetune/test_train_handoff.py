@@ -1,11 +1,11 @@
 """Hand-off training: gradients reach the LoRA and the aligner through the thoughts; a saved model
-reloads to identical thoughts; arith training items are signature-disjoint from evaluated ones."""
+reloads to identical thoughts; the training loop applies the thought-note term it is configured with; arith training items are signature-disjoint from evaluated ones."""
 
 import torch
 
 import finetune.arith_data as ad
 from eval import tasks_handoff as th
-from finetune.train_handoff import HandoffTrainConfig, latent_loss, latent_state, prepare, save_model
+from finetune.train_handoff import HandoffTrainConfig, latent_loss, latent_state, prepare, save_model, train
 from latent import load_model
 
 
@@ -57,3 +57,19 @@ def test_arith_training_items_are_signature_disjoint_from_evaluated_items():
     # the unfiltered train stream does collide (what the filter is for)
     raw = ad.make_problems(2000, 0, "train", (1, 2, 3, 4))
     assert any(ad.solution_signature(p) in banned for p in raw)
+
+
+def test_the_training_loop_applies_the_thought_note_term(llama):
+    """`note_weight` reaches the latent batches of `train` (their log holds the note loss) and 0 turns
+    the term off."""
+
+    def run(note_weight):
+        cfg = HandoffTrainConfig(
+            levels=["relay"], steps=3, batch_size=2, latent_steps=2, k_schedule=[2], text_until=1e-6,
+            text_floor=0.0, oracle_frac=0.0, anti_weight=0.0, note_weight=note_weight, log_every=1,
+        )  # fmt: skip
+        _, log, _ = train(cfg, load_model(llama.model.name_or_path))
+        return log[1:]  # step 1 is a text batch; the rest are latent
+
+    assert all("note" in e for e in run(1.0))
+    assert not any("note" in e for e in run(0.0))

@@ -59,6 +59,9 @@ class ExportHandoffBuiltin:
     name: str = field(metadata={"help": "built-in name to export as, e.g. arith-mini-v6"})
     stage: list[str] = field(metadata={"help": "training out_dirs, in order"})
     version: int = field(default=6, metadata={"help": "version written into the card"})
+    base: str = field(
+        default="builtin:arith-mini", metadata={"help": "the model the first stage started from"}
+    )
     handoff_table: str | None = field(
         default=None, metadata={"help": "markdown file with the hand-off table to include"}
     )
@@ -89,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     card = {
         "name": a.name,
         "version": a.version,
-        "base": "builtin:arith-mini",
+        "base": a.base,
         "params": n_params,
         "size_bytes": (out / "model.safetensors").stat().st_size,
         "heldout_accuracy": solver["acc"],
@@ -114,10 +117,10 @@ def run(args: argparse.Namespace) -> int:
     table = Path(a.handoff_table).read_text() if a.handoff_table else "(see BENCHMARKS.md)"
     readme = f"""# builtin:{a.name} (version {a.version})
 
-`builtin:arith-mini` (v5) fine-tuned on the hand-off task (`eval/tasks_handoff.py`, train split: names and
+`{a.base}` fine-tuned on the hand-off task (`eval/tasks_handoff.py`, train split: names and
 values disjoint from the test split) by `finetune/train_handoff.py`, in {len(stages)} stages, plus solver SFT on
 train-split arith problems whose solution signature no evaluated problem has
-(`finetune.arith_data.signature_disjoint_train`). v3-v5 stay loadable under their names.
+(`eval.arith_data.signature_disjoint_train`). Earlier versions stay loadable under their names.
 
 ## Training
 - Stages (seed, steps, wall time; 1 torch thread, fp32, a shared 2-core CPU):

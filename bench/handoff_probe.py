@@ -15,9 +15,12 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from dataclasses import dataclass, field
+from functools import partial
 
 from eval import tasks_handoff as th
 from eval.report import wilson
+from latent.args import UsageError, add_config_arguments, config_from_args, run_script
 
 
 def number_of(share: str) -> str:
@@ -120,23 +123,41 @@ def table(recs: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default="builtin:arith-mini-v6")
-    src = p.add_mutually_exclusive_group()
-    src.add_argument("--data", help="hand-off JSONL file in the schema (eval/tasks_handoff.py)")
-    src.add_argument("--level", default="relay", choices=th.LEVELS)
-    p.add_argument("--limit", type=int, default=100)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--latent-steps", type=int, default=4)
-    p.add_argument("--max-new-tokens", type=int, default=24)
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--show", type=int, default=8, help="print this many items' thoughts and answers")
-    p.add_argument("--json", help="write the per-item records here")
-    a = p.parse_args(argv)
-    if a.limit < 1:
-        p.error("--limit must be >= 1")
+@dataclass
+class HandoffProbe:
+    """Flags of the thought probe."""
+
+    model: str = field(default="builtin:arith-mini-v6", metadata={"help": "load_model name or path"})
+    data: str | None = field(
+        default=None, metadata={"help": "hand-off JSONL file in the schema (eval/tasks_handoff.py)"}
+    )
+    level: str | None = field(
+        default=None,
+        metadata={
+            "help": "generated items of this level instead of --data (default: relay)",
+            "choices": th.LEVELS,
+        },
+    )
+    limit: int = field(default=100, metadata={"help": "items"})
+    seed: int = field(default=0, metadata={"help": "seed of the generated items"})
+    latent_steps: int = field(default=4, metadata={"help": "thoughts per holder"})
+    max_new_tokens: int = field(default=24, metadata={"help": "decode budget of the final agent"})
+    batch_size: int = field(default=16, metadata={"help": "items per batch"})
+    threads: int = field(default=1, metadata={"help": "torch CPU threads"})
+    show: int = field(default=8, metadata={"help": "print this many items' thoughts and answers"})
+    json: str | None = field(default=None, metadata={"help": "write the per-item records here"})
+
+    def __post_init__(self) -> None:
+        if self.data and self.level:
+            raise UsageError("--data and --level exclude each other. Give one")
+        if not self.data and not self.level:
+            self.level = "relay"
+        if self.limit < 1:
+            raise UsageError(f"--limit must be >= 1, got {self.limit}")
+
+
+def run(args: argparse.Namespace) -> int:
+    a = config_from_args(HandoffProbe, args)
     items = th.read_items(a.data) if a.data else th.make_items(a.level, a.limit, "test", a.seed)
     items = items[: a.limit]
     import torch
@@ -174,6 +195,12 @@ def main(argv: list[str] | None = None) -> int:
         with open(a.json, "w") as f:
             json.dump(recs, f, indent=1)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_script(
+        "bench/handoff_probe.py", __doc__, partial(add_config_arguments, cls=HandoffProbe), run, argv
+    )
 
 
 if __name__ == "__main__":

@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
 `builtin:arith-mini` (v5) fine-tuned on the hand-off task (`eval/tasks_handoff.py`, train split: names and
 values disjoint from the test split) by `finetune/train_handoff.py`, in {len(stages)} stages, plus solver SFT on
 train-split arith problems whose solution signature no evaluated problem has
-(`finetune.arith_data.signature_disjoint_train`). v3-v5 stay loadable under their names.
+(`eval.arith_data.signature_disjoint_train`). v3-v5 stay loadable under their names.
 
 ## Training
 - Stages (seed, steps, wall time; 1 torch thread, fp32, a shared 2-core CPU):

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from finetune import train_builtin as tb
-from finetune.arith_data import make_problems, to_messages
+from eval.arith_data import make_problems, to_messages
 
 RECIPES = Path(__file__).resolve().parents[2] / "finetune" / "recipes"
 

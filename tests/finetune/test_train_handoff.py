@@ -3,7 +3,7 @@ reloads to identical thoughts; arith training items are signature-disjoint from 
 
 import torch
 
-import finetune.arith_data as ad
+import eval.arith_data as ad
 from eval import tasks_handoff as th
 from finetune.train_handoff import HandoffTrainConfig, latent_loss, latent_state, prepare, save_model
 from latent import load_model

@@ -214,7 +214,7 @@ def _base_label(cfg: DLMConfig) -> str:
 
 
 def _lm(path: str | Path, dtype_name: str):
-    from finetune.dlm.device import model_dtype
+    from latent.device import model_dtype
     from latent.loading import load_model
 
     return load_model(str(path), dtype=model_dtype(dtype_name), realign="identity")

@@ -723,7 +723,7 @@ Validation accuracy during training:
 def run(args: argparse.Namespace) -> int:
     """`latentworks finetune builtin ...`: validate everything, then train, evaluate and export."""
     from latent.args import config_from_args
-    from latentworks.cli import on_interrupt
+    from latent.entry import on_interrupt
 
     opts = config_from_args(BuiltinOptions, args, files=False)
     cfg = config_from_args(BuiltinConfig, args, presets=TINY_OVERRIDES if opts.tiny else None)
@@ -740,9 +740,13 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m finetune.train_builtin ...`` == ``latentworks finetune builtin ...``."""
-    from latentworks.cli import main as latentworks
+    from finetune import cli
+    from latent.entry import run_script
 
-    return latentworks(["finetune", "builtin", *(sys.argv[1:] if argv is None else argv)])
+    argv = ["builtin", *(sys.argv[1:] if argv is None else argv)]
+    return run_script(
+        "latentworks finetune", cli.__doc__.split("\n\n")[0], cli.add_arguments, cli.run, argv, extra="train"
+    )
 
 
 if __name__ == "__main__":

@@ -181,9 +181,9 @@ def test_typed_overrides_and_yaml(tmp_path):
 def test_verbosity_flags_set_the_project_loggers():
     import logging
 
-    from latentworks.cli import _split_logging, configure_logging
+    from latent.entry import configure_logging, split_logging
 
-    argv, level = _split_logging(["eval", "-q", "--limit", "2"])
+    argv, level = split_logging(["eval", "-q", "--limit", "2"])
     assert argv == ["eval", "--limit", "2"] and level == -1
     configure_logging(level)
     assert logging.getLogger("eval").level == logging.WARNING

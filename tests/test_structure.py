@@ -15,7 +15,7 @@ MAX_LINES = 80
 HOOKS = {"register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook"}
 # Packages whose command lines come from `latent.args` (families/ demos and bench/ scripts keep theirs)
 BUILDER_USERS = ["latent", "agents", "eval", "finetune", "probes"]
-BUILDER = "latent.args"  # the builder itself is the one place argparse is called
+BUILDER = {"latent.args", "latent.entry"}  # the builder and the entry point: the one place argparse is called
 PARSER_CALLS = {"add_argument", "add_parser", "add_subparsers", "add_argument_group", "ArgumentParser"}
 
 
@@ -130,7 +130,7 @@ def hand_built_parsers(packages: list[str]) -> list[str]:
     """argparse used directly (a parser, a flag, a sub-command) instead of the dataclass builder."""
     found = []
     for name, tree in TREES.items():
-        if name.split(".")[0] not in packages or name == BUILDER:
+        if name.split(".")[0] not in packages or name in BUILDER:
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):

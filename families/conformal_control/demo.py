@@ -18,9 +18,9 @@ import numpy as np
 from ..demo_cli import DemoParser, finish_demo
 from .baselines import crc_bounds, crc_mapie, crc_textbook, ltt_mapie, mixture_risk_and_value
 from .boundary import (
-    _quiet_model_logger,
     fallback_excess,
     make_boundary_problem,
+    quiet_model_logger,
     run_boundary,
     safe_risk_upper_bound,
 )
@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--trials must be >= 1, got {trials}")
     seeds = list(range(args.seeds))
     start, cpu_start = time.time(), time.process_time()
-    with _quiet_model_logger():  # uncertified calibrations are counted in the tables instead
+    with quiet_model_logger():  # uncertified calibrations are counted in the tables instead
         policy, nonmono, boundary = _run_parts(args.quick, seeds, trials)
     wall, cpu = time.time() - start, time.process_time() - cpu_start
     table = io.StringIO()

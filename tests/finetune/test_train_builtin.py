@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from finetune import train_builtin as tb
 from eval.arith_data import make_problems, to_messages
+from finetune import train_builtin as tb
 
 RECIPES = Path(__file__).resolve().parents[2] / "finetune" / "recipes"
 

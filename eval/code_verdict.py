@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eval.code_tests import instrument
-from eval.sandbox import PACKAGES_DIR, _run
+from eval.sandbox import PACKAGES_DIR, SandboxLimits, run_sandboxed
 
 __all__ = [
     "CodeVerdict",
@@ -183,9 +183,9 @@ def judge_code(
         "extra_paths": extra_paths,
     }
     data = json.dumps(payload).encode("utf-8", "surrogatepass")
-    result, _, raw = _run(
-        _JUDGE, timeout + _JUDGE_MARGIN_S, memory_mb, 32, 16, False, payload=data, packages=tuple(mounts)
-    )
+    # The judge gets the default process, file-size and network limits; time and memory are the item's.
+    limits = SandboxLimits(timeout=timeout + _JUDGE_MARGIN_S, memory_mb=memory_mb)
+    result, _, raw = run_sandboxed(_JUDGE, limits=limits, payload=data, packages=tuple(mounts))
     verdict = None
     try:
         verdict = json.loads(raw) if raw else None

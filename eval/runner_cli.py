@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(list_tasks()))
         return 0
     cfg = config_from_args(EvalConfig, args)
-    from latentworks.cli import on_interrupt
+    from latent.entry import on_interrupt
 
     on_interrupt(
         f"finished batches are in {cfg.out}; continue with:\n  {resume_command(args.argv_, cfg.out)}"

@@ -40,10 +40,11 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from eval.sandbox_limits import RunCgroup, UidSlot, cgroup_support, pids_of_uid, tree_rss_bytes
 
-__all__ = ["SandboxResult", "isolation_report", "run_python"]
+__all__ = ["SandboxLimits", "SandboxResult", "SandboxRun", "isolation_report", "run_python", "run_sandboxed"]
 
 logger = logging.getLogger(__name__)
 
@@ -157,36 +158,58 @@ def _reason(returncode: int | None, timed_out: bool, signum: int, stderr: str) -
     return f"exit code {returncode}" + (f": {last[:300]}" if last else "")
 
 
+_LIMIT_MAX = {"timeout": 86_400, "memory_mb": 1 << 22, "max_procs": 1 << 15, "max_file_mb": 1 << 20}
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """What one sandboxed run may use (see `eval/README_sandbox.md`); checked when it is made.
+
+    `memory_mb` and `max_procs` hold for the whole process tree where cgroups are available (else per
+    process, with the tree's memory measured and the tree killed past the limit). A non-positive,
+    infinite or absurdly large limit (a day, 4 TiB, 32768 processes, 1 TiB files) is a `ValueError`
+    naming the field.
+    """
+
+    timeout: float = 10.0  # wall-clock seconds; the CPU-time rlimit is one second more
+    memory_mb: int = 1024  # address space per process, and the tree's total under a cgroup
+    max_procs: int = 32  # processes and threads of the run together
+    max_file_mb: int = 16  # largest file it may write (stdout and stderr included)
+    network: bool = False  # False: a network namespace of its own with no interface up
+
+    def __post_init__(self) -> None:
+        for name, top in _LIMIT_MAX.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise ValueError(f"`{name}` must be a positive number, got {value!r}.")
+            if not math.isfinite(value) or value > top:
+                raise ValueError(f"`{name}` must be a finite number of at most {top}, got {value!r}.")
+
+
+class SandboxRun(NamedTuple):
+    """Everything one `run_sandboxed` call gives back."""
+
+    result: SandboxResult
+    isolation: dict  # the launcher's own report of which isolation steps worked
+    verdict: bytes | None  # what the script wrote to its verdict descriptor (only with a payload)
+
+
 def run_python(
     code: str,
+    *,
     timeout: float = 10.0,
     memory_mb: int = 1024,
     max_procs: int = 32,
     max_file_mb: int = 16,
     network: bool = False,
 ) -> SandboxResult:
-    """Run `code` as a script in a sandboxed `python -I -S` (see `eval/README_sandbox.md` for the limits).
+    """Run `code` as a script in a sandboxed `python -I -S` within the given `SandboxLimits`.
 
-    `memory_mb` and `max_procs` hold for the whole process tree where cgroups are available (else
-    per process, with the tree's memory measured and the tree killed past the limit). Returns a
-    `SandboxResult`; never raises for anything the code does. Raises `ValueError` for non-positive,
-    infinite or absurdly large limits (a day, 4 TiB, 32768 processes, 1 TiB files) or non-str code.
+    Returns a `SandboxResult`; never raises for anything the code does. Raises `ValueError` for a bad
+    limit (see `SandboxLimits`) or non-str code.
     """
-    return _run(code, timeout, memory_mb, max_procs, max_file_mb, network)[0]
-
-
-_LIMIT_MAX = {"timeout": 86_400, "memory_mb": 1 << 22, "max_procs": 1 << 15, "max_file_mb": 1 << 20}
-
-
-def _check_limits(code: object, **limits: object) -> None:
-    for name, value in limits.items():
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-            raise ValueError(f"`{name}` must be a positive number, got {value!r}.")
-        top = _LIMIT_MAX[name]
-        if not math.isfinite(value) or value > top:
-            raise ValueError(f"`{name}` must be a finite number of at most {top}, got {value!r}.")
-    if not isinstance(code, str):
-        raise ValueError(f"`code` must be a str, got {type(code).__name__}.")
+    limits = SandboxLimits(timeout, memory_mb, max_procs, max_file_mb, network)
+    return run_sandboxed(code, limits=limits).result
 
 
 def _launcher_config(
@@ -196,27 +219,23 @@ def _launcher_config(
     uid: int,
     root: bool,
     cgroup: RunCgroup | None,
-    timeout: float,
-    memory_mb: int,
-    max_procs: int,
-    max_file_mb: int,
-    network: bool,
+    limits: SandboxLimits,
     root_dir: str = "",
     packages: tuple[str, ...] = (),
 ) -> dict:
     """What the launcher needs to contain one run: namespaces, mounts, uid, rlimits, environment."""
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
-    limits = {
-        "RLIMIT_CPU": int(math.ceil(timeout)) + 1,
-        "RLIMIT_AS": int(memory_mb * 1024 * 1024),
-        "RLIMIT_FSIZE": int(max_file_mb * 1024 * 1024),
+    rlimits = {
+        "RLIMIT_CPU": int(math.ceil(limits.timeout)) + 1,
+        "RLIMIT_AS": int(limits.memory_mb * 1024 * 1024),
+        "RLIMIT_FSIZE": int(limits.max_file_mb * 1024 * 1024),
         "RLIMIT_NOFILE": _MAX_NOFILE,
         "RLIMIT_CORE": 0,
     }
     if root:  # per uid, and the uid is this run's own: a per-run process limit
-        limits["RLIMIT_NPROC"] = int(max_procs)
+        rlimits["RLIMIT_NPROC"] = int(limits.max_procs)
     cfg = {
-        "network": bool(network),
+        "network": bool(limits.network),
         "python": python,
         "interpreter_traversable": not root or _blocked_ancestor(python) is None,
         "root_dir": root_dir,
@@ -226,34 +245,35 @@ def _launcher_config(
         "script": script,
         "argv": argv,
         "private_dirs": sorted({os.path.realpath(d) for d in _PRIVATE_DIRS if os.path.isdir(d)} | {"/tmp"}),
-        "tmpfs_mb": max(4 * int(max_file_mb), 16),
+        "tmpfs_mb": max(4 * int(limits.max_file_mb), 16),
         "seccomp": sys.platform == "linux",
         "cgroup_procs": cgroup.procs if cgroup else [],
         "env": env,
-        "limits": limits,
+        "limits": rlimits,
     }
     return cfg
 
 
-def _run(
+def run_sandboxed(
     code: str,
-    timeout: float,
-    memory_mb: int,
-    max_procs: int,
-    max_file_mb: int,
-    network: bool,
+    *,
+    limits: SandboxLimits,
     payload: bytes | None = None,
-    cgroups: bool = True,
     packages: tuple[str, ...] = (),
-) -> tuple[SandboxResult, dict, bytes | None]:
-    """`run_python` plus the launcher's own report of which isolation steps worked.
+    cgroups: bool = True,
+) -> SandboxRun:
+    """`run_python` with its limits as one `SandboxLimits`, plus the launcher's own report of which
+    isolation steps worked.
 
     With `payload`, the script gets two extra arguments: a file descriptor it can read `payload`
     from, and one whose contents (the script's verdict) come back as the third value. Both are
     unlinked files: no path leads to them, so only processes handed the descriptors can use them.
     `packages` are host package directories shown read-only at `/lw-packages/<name>` inside.
+    `cgroups=False` skips the per-run cgroup (the measured fallback; tests use it).
     """
-    _check_limits(code, timeout=timeout, memory_mb=memory_mb, max_procs=max_procs, max_file_mb=max_file_mb)
+    if not isinstance(code, str):
+        raise ValueError(f"`code` must be a str, got {type(code).__name__}.")
+    memory_mb, max_procs, timeout = limits.memory_mb, limits.max_procs, limits.timeout
     root = os.geteuid() == 0
     python = os.path.realpath(sys.executable)
     slot = UidSlot() if root else None
@@ -283,28 +303,14 @@ def _run(
             argv = [str(channels[0].fileno()), str(channels[1].fileno())]
         root_dir = os.path.join(workdir, ".root")  # the run's own root filesystem is mounted here
         os.mkdir(root_dir, 0o700)
-        cfg = _launcher_config(
-            python,
-            script,
-            argv,
-            uid,
-            root,
-            cgroup,
-            timeout,
-            memory_mb,
-            max_procs,
-            max_file_mb,
-            network,
-            root_dir,
-            packages,
-        )
+        cfg = _launcher_config(python, script, argv, uid, root, cgroup, limits, root_dir, packages)
         fds = tuple(ch.fileno() for ch in channels)
         result, info = _launch(cfg, workdir, outdir, timeout, fds, cgroup, memory_mb, slot)
         verdict = None
         if channels:
             channels[1].seek(0)
             verdict = channels[1].read(64 << 20)
-        return result, info, verdict
+        return SandboxRun(result, info, verdict)
     finally:
         for ch in channels:
             ch.close()
@@ -425,7 +431,7 @@ def isolation_report() -> dict:
     why). Tests use it to skip checks a machine cannot make.
     """
     probe = "import os, json\nprint(json.dumps({'uid': os.getuid(), 'pid': os.getpid()}))\n"
-    result, info, _ = _run(probe, 10.0, 1024, 32, 16, False)
+    result, info, _ = run_sandboxed(probe, limits=SandboxLimits())
     if not result.ok:
         return {**info, "works": False, "errors": [*info.get("errors", []), result.reason]}
     seen = json.loads(result.stdout.strip().splitlines()[-1])

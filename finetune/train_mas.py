@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
-from finetune.arith_data import (
+from eval.arith_data import (
     ROLE_SYSTEM_PROMPTS,
     ArithProblem,
     extract_boxed_int,
@@ -581,7 +581,7 @@ def model_card_markdown(card: dict) -> str:
     return f"""# builtin:{card["name"]} (version {card["version"]})
 
 A {card["params"] / 1e6:.2f}M-parameter Llama-style chat model for short arithmetic word problems
-(`finetune/arith_data.py`), fine-tuned from `{card["base"]}` by `finetune/train_mas.py` to work as every
+(`eval/arith_data.py`), fine-tuned from `{card["base"]}` by `finetune/train_mas.py` to work as every
 role of the default agent graphs, in text and in latent hand-off. Earlier versions stay loadable under
 their versioned names ({older or "none"}).
 
@@ -618,7 +618,7 @@ Methods run one after another in one process on a shared 2-core CPU, so wall tim
 {mas}
 
 ## Limitations
-- Only the arithmetic word problems of `finetune/arith_data.py` (operands <= 50, totals below 1000, 1-4
+- Only the arithmetic word problems of `eval/arith_data.py` (operands <= 50, totals below 1000, 1-4
   operations); anything else produces fluent-looking nonsense.
 - Every role answers with a worked solution; the critic writes a corrected solution, not a critique.
 - Trained with {card["latent_steps"]} latent thoughts per agent: other counts are out of distribution.

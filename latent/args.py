@@ -13,18 +13,22 @@ come from `add_subcommands`, whose parsers are filled only when chosen: listing 
 Why not `transformers.HfArgumentParser`: importing it imports transformers (1.3-1.4 s on an idle
 2-core CPU, several seconds under load), which alone breaks the instant `--help` every subcommand
 promises; argparse + OmegaConf import in about 0.25 s.
+
+`UsageError`, `ArgumentParser` and `run_script` (the `python -m` entry point) live in `latent.entry`,
+with the rest of how a command line starts and ends, and are importable from here too.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
 import types
 import typing
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
+
+from latent.entry import ArgumentParser, UsageError, run_script
 
 __all__ = [
     "ArgumentParser",
@@ -36,17 +40,6 @@ __all__ = [
     "read_yaml",
     "run_script",
 ]
-
-
-class UsageError(ValueError):
-    """A user mistake: printed as `error: <what>. <fix>` with exit status 2, never as a traceback."""
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    """`argparse.ArgumentParser` whose errors raise `UsageError` (the router prints them and exits 2)."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message}. See `{self.prog} --help`")
 
 
 class _LazyParser(ArgumentParser):
@@ -209,27 +202,6 @@ def add_subcommands(
     sub = parser.add_subparsers(dest=dest, metavar=dest.upper(), required=required, parser_class=_LazyParser)
     for name, (text, fill) in commands.items():
         sub.add_parser(name, help=text, description=text, fill=fill)
-
-
-def run_script(
-    prog: str,
-    description: str,
-    add_arguments: Callable[[argparse.ArgumentParser], None],
-    run: Callable[[argparse.Namespace], int],
-    argv: Sequence[str] | None = None,
-) -> int:
-    """`python -m module` entry points outside the `latentworks` router: the same builder and the same
-    `error: <what>. <fix>` line with exit status 2 for a user mistake."""
-    parser = ArgumentParser(
-        prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    add_arguments(parser)
-    try:
-        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
-        return int(run(args) or 0)
-    except (UsageError, ValueError, OSError) as err:
-        print(f"error: {str(err).strip().rstrip('.')}.", file=sys.stderr)
-        return 2
 
 
 def read_yaml(path: str | Path) -> dict[str, Any]:

@@ -18,16 +18,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 from torch import nn
 
-if TYPE_CHECKING:
-    from latent.model import LatentModel
-
 Aligner = Callable[[torch.Tensor], torch.Tensor]
 """A map from last-layer hidden states (..., D) to input embeddings (..., D)."""
+
+
+class HasEmbeddings(Protocol):
+    """What `TrainableAligner.from_model` reads of a `LatentModel` (named structurally: the model module
+    imports this one, so this one does not import it back)."""
+
+    model: nn.Module
+    hidden_size: int
+    device: torch.device
 
 
 def ridge_matrix(w_in: torch.Tensor, w_out: torch.Tensor, lam: float = 1e-5) -> torch.Tensor:
@@ -183,9 +189,9 @@ class TrainableAligner(nn.Module):
         return cls(hidden_size, kind, mlp_hidden, realigner.target_norm, realigner.matrix)
 
     @classmethod
-    def from_model(cls, model: LatentModel, kind: str = "linear", mlp_hidden: int = 0, lam: float = 1e-5):
+    def from_model(cls, model: HasEmbeddings, kind: str = "linear", mlp_hidden: int = 0, lam: float = 1e-5):
         """The ridge map of a `LatentModel`, as a trainable module on the model's device."""
-        hf = model._hf
+        hf = model.model
         ridge = Realigner.from_model(hf.get_input_embeddings(), hf.get_output_embeddings().weight, lam=lam)
         return cls.from_realigner(ridge, model.hidden_size, kind, mlp_hidden).to(model.device)
 

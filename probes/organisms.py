@@ -203,8 +203,8 @@ def train_lora(
         raise ValueError(f"`init_adapter`={str(init_adapter)!r} holds no adapter_config.json.")
     import torch
 
-    from finetune.dlm.device import no_activation_checkpointing
     from latent import LatentModel, load_model
+    from latent.device import no_activation_checkpointing
 
     base = load_model(model_path, device=device)
     on_cpu = base.device.type == "cpu"

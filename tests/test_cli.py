@@ -181,9 +181,9 @@ def test_typed_overrides_and_yaml(tmp_path):
 def test_verbosity_flags_set_the_project_loggers():
     import logging
 
-    from latentworks.cli import _split_logging, configure_logging
+    from latent.entry import configure_logging, split_logging
 
-    argv, level = _split_logging(["eval", "-q", "--limit", "2"])
+    argv, level = split_logging(["eval", "-q", "--limit", "2"])
     assert argv == ["eval", "--limit", "2"] and level == -1
     configure_logging(level)
     assert logging.getLogger("eval").level == logging.WARNING
@@ -265,3 +265,27 @@ def test_native_bf16_cpu_reads_the_cpu_flags(monkeypatch, avx512_bf16, amx, expe
     monkeypatch.delattr(torch.cpu, "_is_avx512_bf16_supported")
     monkeypatch.delattr(torch.cpu, "_is_amx_tile_supported")
     assert native_bf16_cpu() is False  # a torch build that cannot tell keeps fp32
+
+
+def test_a_python_m_entry_point_ends_like_the_router(capsys):
+    """`latent.entry.run_script` (every `python -m` entry point) gives the router's error line, exit
+    statuses, -v/-q handling and Ctrl-C hint, without importing the router."""
+    from latent.entry import on_interrupt, run_script
+
+    def add(parser):
+        parser.add_argument("what")
+
+    def run(args):
+        if args.what == "stop":
+            on_interrupt("partial results are in OUT; rerun to continue")
+            raise KeyboardInterrupt
+        raise ValueError(f"`what` is {args.what!r}. Pass stop")
+
+    assert run_script("python -m demo", "a demo", add, run, ["bad", "-q"]) == 2
+    assert capsys.readouterr().err == "error: `what` is 'bad'. Pass stop.\n"
+    assert run_script("python -m demo", "a demo", add, run, ["-v", "stop"]) == 130
+    assert "interrupted: partial results are in OUT; rerun to continue" in capsys.readouterr().err
+    assert run_script("python -m demo", "a demo", add, run, []) == 2
+    assert (
+        "the following arguments are required: what. See `python -m demo --help`" in capsys.readouterr().err
+    )

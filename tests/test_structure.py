@@ -1,6 +1,20 @@
-"""Properties of the source tree, computed with `ast`: short functions in the core packages, no import
-cycle anywhere, `latent/` as the only door to hidden states (cached forwards, hooks, private names), and
-every command line of the packages built by the one builder in `latent/args.py`."""
+"""Properties of the source tree, computed with `ast`: short functions in the core packages, strict
+floors and no import circle, `latent/` as the only door to hidden states (cached forwards, hooks, private
+names), no private name used outside its module, and every command line of the packages built by the one
+builder in `latent/args.py`.
+
+Floors (declared once in `latent/floors.py`, lowest first):
+
+    latent < agents < eval < finetune | probes | families < bench < latentworks
+
+A package imports only packages on lower floors: not one above (a climb), not a sibling on its own floor.
+`finetune`, `probes` and `families` share a floor because none uses another: each is a separate user of
+`latent`, `agents` and `eval` (shared helpers they need move down: task data into `eval/`, device choice
+into `latent/`). Every import counts: module-level, inside a function, under `if TYPE_CHECKING:` (held to
+the same rule, so a type-only import cannot hide a climb), and `importlib.import_module("x")` with a
+literal name. The router's commands, imported by names held in a table, only go down. `tests/` and
+`examples/` stand outside the floors and may import anything.
+"""
 
 import ast
 import sys
@@ -8,14 +22,16 @@ from pathlib import Path
 
 import pytest
 
+from latent.floors import FLOORS, PACKAGES, floor_of
+
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ["latent", "agents", "eval", "finetune", "probes", "families", "bench", "latentworks"]
+OUTSIDE_FLOORS = {"tests", "examples", "docs"}  # may import anything; not imported by the project
 SHORT = ["latent", "agents", "eval", "latentworks"]
 MAX_LINES = 80
 HOOKS = {"register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook"}
 # Packages whose command lines come from `latent.args`: every one below the router, scripts included
 BUILDER_USERS = ["latent", "agents", "eval", "finetune", "probes", "families", "bench"]
-BUILDER = "latent.args"  # the builder itself is the one place argparse is called
+BUILDER = {"latent.args", "latent.entry"}  # the builder and the entry point: the one place argparse is called
 PARSER_CALLS = {"add_argument", "add_parser", "add_subparsers", "add_argument_group", "ArgumentParser"}
 
 
@@ -47,29 +63,107 @@ def long_functions(packages: list[str], limit: int) -> list[str]:
     return found
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Module -> project modules it imports at module level (`from pkg import submodule` counts as the
-    submodule, so a package importing its own submodules is not a cycle by itself)."""
-    graph = {}
+def _resolve(name: str, target: str) -> str | None:
+    """The project module `target` names (the longest dotted prefix that is one), else None."""
+    while target and target not in MODULES:
+        target = target.rpartition(".")[0]
+    return target if target and target != name else None
+
+
+def _targets(name: str, node: ast.AST) -> list[str]:
+    """Dotted names one node imports: `import x`, `from x import y` (y counts when it is a submodule),
+    relative imports, and `importlib.import_module("x")` / `import_module("x")` with a literal string."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if isinstance(node, ast.ImportFrom):
+        base = _from_base(name, node)
+        return [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+    if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+        func = node.func
+        called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if called == "import_module" and isinstance(node.args[0].value, str):
+            return [node.args[0].value]
+    return []
+
+
+def _from_base(name: str, node: ast.ImportFrom) -> str:
+    """The absolute module of `from <base> import ...` inside module `name` (relative imports resolved)."""
+    if not node.level:
+        return node.module or ""
+    parts = name.split(".") if MODULES[name].name == "__init__.py" else name.split(".")[:-1]
+    parts = parts[: len(parts) - node.level + 1]
+    return ".".join(parts + ([node.module] if node.module else []))
+
+
+def import_edges() -> list[tuple[str, str, int]]:
+    """(importer, imported project module, line) for every import anywhere in a module's tree."""
+    edges = []
     for name, tree in TREES.items():
-        is_pkg = MODULES[name].name == "__init__.py"
-        deps = set()
-        for node in tree.body:
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    parts = name.split(".") if is_pkg else name.split(".")[:-1]
-                    parts = parts[: len(parts) - node.level + 1]
-                    base = ".".join(parts + ([node.module] if node.module else []))
-                subs = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in MODULES]
-                targets = subs + ([base] if len(subs) < len(node.names) else [])
-            else:
-                continue
-            deps |= {t for t in targets if t in MODULES and t != name}
-        graph[name] = deps
+        for node in ast.walk(tree):
+            for target in _targets(name, node):
+                module = _resolve(name, target)
+                if module is not None:
+                    edges.append((name, module, node.lineno))
+    return edges
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> project modules it imports anywhere (module level or inside a function; `from pkg import
+    submodule` counts as the submodule, so a package importing its own submodules is not a cycle)."""
+    graph: dict[str, set[str]] = {name: set() for name in TREES}
+    for a, b, _ in import_edges():
+        graph[a].add(b)
     return graph
+
+
+def floor_breaks() -> list[str]:
+    """Imports that climb to a higher floor or cross to a sibling package on the same floor."""
+    found = []
+    for a, b, line in import_edges():
+        pa, pb = a.split(".")[0], b.split(".")[0]
+        if pa != pb and floor_of(pb) >= floor_of(pa):
+            how = "climbs to" if floor_of(pb) > floor_of(pa) else "crosses its floor to"
+            found.append(f"{MODULES[a].relative_to(ROOT)}:{line} {how} {b}")
+    return found
+
+
+def private_uses() -> list[str]:
+    """Outside its module, a `_name` of another project module: `from m import _x` or `m._x`."""
+    found = []
+    for name, tree in TREES.items():
+        where, aliases = MODULES[name].relative_to(ROOT), {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                base = _from_base(name, node)
+                for a in node.names:
+                    if f"{base}.{a.name}" in MODULES:
+                        aliases[a.asname or a.name] = f"{base}.{a.name}"
+                    elif _private(a.name) and base in MODULES and base != name:
+                        found.append(f"{where}:{node.lineno} from {base} import {a.name}")
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and _private(node.attr):
+                module = _dotted(node.value, aliases)
+                if module in MODULES and module != name:
+                    found.append(f"{where}:{node.lineno} {module}.{node.attr}")
+    return found
+
+
+def _private(attr: str) -> bool:
+    return attr.startswith("_") and not attr.startswith("__")
+
+
+def _dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:
+    """The project module an expression such as `sandbox` or `eval.sandbox` names, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or node.id not in aliases:
+        return None
+    return ".".join([aliases[node.id], *reversed(parts)])
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -130,7 +224,7 @@ def hand_built_parsers(packages: list[str]) -> list[str]:
     """argparse used directly (a parser, a flag, a sub-command) instead of the dataclass builder."""
     found = []
     for name, tree in TREES.items():
-        if name.split(".")[0] not in packages or name == BUILDER:
+        if name.split(".")[0] not in packages or name in BUILDER:
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
@@ -147,6 +241,21 @@ def test_no_function_over_80_lines_in_the_core_packages():
 
 def test_no_import_cycle_anywhere():
     assert cycles(import_graph()) == []
+
+
+def test_no_import_climbs_a_floor_or_crosses_to_a_sibling():
+    assert floor_breaks() == []
+
+
+def test_every_top_level_package_has_a_floor():
+    """A new top-level folder of Python code must be given a floor in `latent/floors.py` (or be one of the
+    folders outside the floors), so the floor checks cannot miss it."""
+    folders = {p.parent.name for p in ROOT.glob("*/*.py")} - OUTSIDE_FLOORS
+    assert folders == set(PACKAGES) and len(PACKAGES) == len(set(PACKAGES)), (folders, FLOORS)
+
+
+def test_no_private_name_is_used_outside_its_module():
+    assert private_uses() == []
 
 
 def test_latent_is_the_only_door_to_hidden_states():
@@ -173,6 +282,46 @@ def test_the_checks_can_fail(monkeypatch):
     assert [f.split()[-1] for f in hand_built_parsers(["eval"])] == ["add_argument", "ArgumentParser"]
     graph = {"a": {"b"}, "b": {"a"}, "c": set()}
     assert cycles(graph) == [["a", "b"]]
+
+
+def _plant(monkeypatch, name: str, source: str) -> None:
+    monkeypatch.setitem(TREES, name, ast.parse(source))
+    monkeypatch.setitem(MODULES, name, ROOT / Path(*name.split(".")).with_suffix(".py"))
+
+
+def test_the_import_checks_can_fail(monkeypatch):
+    """Planted offenders: climbs (type-only, in a function, by `import_module`), a sibling crossing, a
+    circle closed by function-level imports only, and private names used across modules."""
+    _plant(
+        monkeypatch,
+        "latent.planted",
+        "import importlib\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from agents import latentmas\n"
+        "def f():\n    import eval.runner\n    return importlib.import_module('latentworks.cli')\n",
+    )
+    _plant(monkeypatch, "probes.planted", "def g():\n    from finetune import cli\n")
+    _plant(monkeypatch, "eval.planted_a", "def f():\n    from eval import planted_b\n")
+    _plant(monkeypatch, "eval.planted_b", "def g():\n    from .planted_a import f\n")
+    _plant(
+        monkeypatch,
+        "agents.planted",
+        "from eval.sandbox import _run\nimport eval.sandbox as sb\nfrom latent import loading\n"
+        "sb._limits(1)\nloading._resolve('x')\n",
+    )
+    assert sorted(f.split()[-1] for f in floor_breaks()) == [
+        "agents.latentmas",
+        "eval.runner",
+        "eval.sandbox",
+        "eval.sandbox",
+        "finetune.cli",
+        "latentworks.cli",
+    ]
+    assert "crosses its floor to finetune.cli" in " ".join(floor_breaks())
+    assert ["eval.planted_a", "eval.planted_b"] in cycles(import_graph())
+    assert sorted(f.split(" ", 1)[1] for f in private_uses() if f.startswith("agents/planted.py")) == [
+        "eval.sandbox._limits",
+        "from eval.sandbox import _run",
+        "latent.loading._resolve",
+    ]
 
 
 @pytest.fixture(scope="module")

@@ -56,7 +56,7 @@ def safe_risk_upper_bound(cal_losses: np.ndarray, loss_bound: float = 1.0, confi
 
 
 @contextmanager
-def _quiet_model_logger() -> Iterator[None]:
+def quiet_model_logger() -> Iterator[None]:
     """The search warns on every uncertified calibration; thousands of repeats would flood the log."""
     log = logging.getLogger("families.conformal_control.model")
     level = log.level
@@ -126,7 +126,7 @@ def run_boundary(
     sup = p.optimized.max_log_ratio_over(p.safe)
     size = p.p0.size
     fallback, abstain, certified = np.empty(trials), np.empty(trials), np.empty(trials, dtype=bool)
-    with _quiet_model_logger():
+    with quiet_model_logger():
         for t in range(trials):
             cal = rng.choice(size, size=n_cal, p=p.p0)
             prop_s = rng.choice(size, size=num_proposals, p=p.p0)

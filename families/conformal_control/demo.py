@@ -22,9 +22,9 @@ from latent.args import UsageError
 from ..demo_cli import demo_config, finish_demo, run_demo
 from .baselines import crc_bounds, crc_mapie, crc_textbook, ltt_mapie, mixture_risk_and_value
 from .boundary import (
-    _quiet_model_logger,
     fallback_excess,
     make_boundary_problem,
+    quiet_model_logger,
     run_boundary,
     safe_risk_upper_bound,
 )
@@ -241,7 +241,7 @@ def _demo(args: Any) -> int:
         raise UsageError(f"--trials must be >= 1, got {trials}")
     seeds = list(range(args.seeds))
     start, cpu_start = time.time(), time.process_time()
-    with _quiet_model_logger():  # uncertified calibrations are counted in the tables instead
+    with quiet_model_logger():  # uncertified calibrations are counted in the tables instead
         policy, nonmono, boundary = _run_parts(args.quick, seeds, trials)
     wall, cpu = time.time() - start, time.process_time() - cpu_start
     table = io.StringIO()

@@ -57,7 +57,8 @@ def _scores(samples: torch.Tensor, target: torch.Tensor) -> dict[str, float]:
     }
 
 
-def _train_llapdiff(train: dict, steps: int, seed: int, config: LLapDiffConfig) -> LLapDiff:
+def train_llapdiff(train: dict, *, steps: int, seed: int, config: LLapDiffConfig) -> LLapDiff:
+    """A fresh `LLapDiff` trained for `steps` on the `train` split, seeded (the demo and the imputation report)."""
     torch.manual_seed(seed)
     model = LLapDiff(config)
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
@@ -95,7 +96,7 @@ def run(missing: float, seed: int, quick: bool, heavy: bool) -> dict:
     members = 4 if quick else 8
     models = {}
     for name, config in VARIANTS.items():
-        models[name] = _train_llapdiff(train, steps, seed, config)
+        models[name] = train_llapdiff(train, steps=steps, seed=seed, config=config)
         torch.manual_seed(seed)
         samples = models[name].sample(
             test["hist"], test["mask"], test["t_hist"], test["t_query"], num_samples=members

@@ -27,7 +27,7 @@ from latent.args import UsageError, add_config_arguments, config_from_args, run_
 
 from .baselines import interpolate_history
 from .data import DT, regime_oscillators
-from .demo import VARIANTS, _train_llapdiff
+from .demo import VARIANTS, train_llapdiff
 from .impute import inpaint_history
 from .latent import reconstruction_mae, train_latent
 from .model import crps_ensemble
@@ -72,7 +72,7 @@ def run(missing: float, seed: int, steps: int, latent: bool = True, eta: float |
     for name in ("llapdiff", "llapdiff_x0"):
         print(f"rate {missing} seed {seed}: {name}", file=sys.stderr, flush=True)
         t0 = time.process_time()
-        model = _train_llapdiff(train, steps, seed, VARIANTS[name])
+        model = train_llapdiff(train, steps=steps, seed=seed, config=VARIANTS[name])
         torch.manual_seed(seed)
         s = model.sample(
             test["hist"], test["mask"], test["t_hist"], test["t_query"], num_samples=4,

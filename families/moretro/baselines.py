@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .data import Expander, pareto_filter
-from .model import _Graph
+from .model import AndOrGraph
 
 
 def retro_star_scalar(
@@ -19,7 +19,7 @@ def retro_star_scalar(
     w = np.asarray(w, dtype=float)
     if w.ndim != 1 or (w < 0).any() or w.sum() <= 0:
         raise ValueError(f"`w` must be a non-negative, non-zero weight vector, got {w}.")
-    graph = _Graph(target, frozenset(building_blocks), max_depth, len(w))
+    graph = AndOrGraph(target, frozenset(building_blocks), max_depth, len(w))
     n = 0
     while n < budget:
         below = graph.lower_bounds(w)

@@ -45,7 +45,7 @@ class SearchResult:
     gp_proposals: int = 0  # weight batches chosen by the GP + GIBBON (0 for the simple sampler)
 
 
-class _Graph:
+class AndOrGraph:
     """AND-OR graph: molecule nodes (OR) with their expanded reactions (AND)."""
 
     def __init__(self, target: str, building_blocks: frozenset, max_depth: int, m: int) -> None:
@@ -159,7 +159,7 @@ class MORetroStar:
         cfg = self.config
         if not isinstance(target, str) or not target:
             raise ValueError("`target` must be a non-empty SMILES string.")
-        graph = _Graph(target, frozenset(building_blocks), cfg.max_depth, cfg.n_objectives)
+        graph = AndOrGraph(target, frozenset(building_blocks), cfg.max_depth, cfg.n_objectives)
         rng = np.random.default_rng(cfg.seed)
         weights = [np.eye(cfg.n_objectives)[i] for i in range(min(cfg.n_objectives, cfg.n_weights))]
         weights = self._sample_weights(rng, weights, cfg.n_weights)
@@ -224,7 +224,7 @@ class MORetroStar:
         )
         return SearchResult(front, n_exp, exhausted, trace, selector.n_gp_fits if selector else 0)
 
-    def _undominated_open(self, graph: _Graph, front: list) -> list[Key]:
+    def _undominated_open(self, graph: AndOrGraph, front: list) -> list[Key]:
         """Open nodes reachable from the root whose lower-bound vector no front point dominates."""
         below = graph.lower_bounds(None)
         above = graph.costs_above(below, None)

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from .config import RFCMHConfig
-from .model import RFCMH, _check_pair, epoch_batches
+from .model import RFCMH, check_pair, epoch_batches
 
 
 def train_supervised_hashing(
@@ -24,7 +24,7 @@ def train_supervised_hashing(
     `label_smoothing` > 0 gives the label-smoothing baseline (torch's built-in). `metric_loss="ms"`
     replaces cross-entropy with pytorch-metric-learning's MultiSimilarityLoss on both views' codes.
     """
-    _check_pair(x1, x2, labels, config.num_classes)
+    check_pair(x1, x2, labels, num_classes=config.num_classes)
     if not 0.0 <= label_smoothing < 1.0:
         raise ValueError(f"`label_smoothing` must lie in [0, 1), got {label_smoothing}.")
     loss_fn = None

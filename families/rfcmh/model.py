@@ -187,7 +187,8 @@ class RFCMH(nn.Module):
 # Training
 
 
-def _check_pair(x1: torch.Tensor, x2: torch.Tensor, labels: torch.Tensor, num_classes: int) -> None:
+def check_pair(x1: torch.Tensor, x2: torch.Tensor, labels: torch.Tensor, *, num_classes: int) -> None:
+    """Raise unless `x1`, `x2` and `labels` are one paired batch with labels in `[0, num_classes)`."""
     if x1.dim() != 2 or x2.dim() != 2 or labels.dim() != 1:
         raise ValueError("Expected `x1` (N, D1), `x2` (N, D2) and integer `labels` (N,).")
     if not len(x1) == len(x2) == len(labels):
@@ -212,7 +213,7 @@ def epoch_batches(n: int, batch_size: int, gen: torch.Generator) -> list[torch.T
 
 def train_rfcmh(config: RFCMHConfig, x1: torch.Tensor, x2: torch.Tensor, labels: torch.Tensor) -> RFCMH:
     """Algorithm 1: warm-up with L_FAR + alpha L_intra, then L_FAR-dagger + alpha (L_intra + L_inter)."""
-    _check_pair(x1, x2, labels, config.num_classes)
+    check_pair(x1, x2, labels, num_classes=config.num_classes)
     torch.manual_seed(config.seed)
     model = RFCMH(config, (x1.shape[1], x2.shape[1]))
     opt = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
@@ -251,7 +252,7 @@ def sample_reliability(
     model: RFCMH, x1: torch.Tensor, x2: torch.Tensor, labels: torch.Tensor
 ) -> torch.Tensor:
     """Reliability weight w_i of every (noisy) training label: low values flag likely label errors."""
-    _check_pair(x1, x2, labels, model.config.num_classes)
+    check_pair(x1, x2, labels, num_classes=model.config.num_classes)
     cfg = model.config
     adm = dict(kappa=cfg.kappa, use_necessity=cfg.use_necessity, nonlabel_necessity=cfg.nonlabel_necessity)
     _, a1 = admissibility(model.possibility(model.represent(x1, 0)), labels, **adm)

@@ -19,7 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .config import RFCMHConfig
-from .model import RFCMH, _check_pair, epoch_batches, q_surrogate
+from .model import RFCMH, check_pair, epoch_batches, q_surrogate
 
 
 class ClassCentres(nn.Module):
@@ -68,7 +68,7 @@ def train_rshnl(
     alpha: float = 0.1,
 ) -> tuple[RFCMH, torch.Tensor]:
     """Train RSHNL; returns the model and its final self-paced weights (the label-reliability score)."""
-    _check_pair(x1, x2, labels, config.num_classes)
+    check_pair(x1, x2, labels, num_classes=config.num_classes)
     torch.manual_seed(config.seed)
     model = RFCMH(config, (x1.shape[1], x2.shape[1]))
     centres = ClassCentres(config.num_classes, config.hidden_size, config.num_bits)
@@ -136,7 +136,7 @@ def train_scbch(
     k: int = 20,
 ) -> tuple[RFCMH, torch.Tensor]:
     """Train SCBCH; returns the model and its final kNN clean weights (the label-reliability score)."""
-    _check_pair(x1, x2, labels, config.num_classes)
+    check_pair(x1, x2, labels, num_classes=config.num_classes)
     torch.manual_seed(config.seed)
     model = RFCMH(config, (x1.shape[1], x2.shape[1]))
     heads = nn.ParameterList(

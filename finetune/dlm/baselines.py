@@ -74,7 +74,8 @@ def features(env_name: str, obs: dict[str, Any], legal: list[int]) -> list[float
     return head + block(items, K_ITEMS) + block(mates, K_MATES) + mask.tolist()
 
 
-def _mlp(d_in: int, d_out: int, hidden: int) -> nn.Module:
+def mlp(d_in: int, d_out: int, *, hidden: int) -> nn.Module:
+    """The two-hidden-layer ReLU network every learned baseline uses (BC, CQL, the QMIX agents)."""
     return nn.Sequential(
         nn.Linear(d_in, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, d_out)
     )
@@ -143,7 +144,7 @@ def train_bc(env_name: str, rows, epochs: int = 30, hidden: int = 64, seed: int 
     for i in range(n_agents):
         sel = d["agent"] == i
         x, a, m = d["x"][sel], d["a"][sel], d["mask"][sel]
-        net = _mlp(x.shape[1], n_act, hidden)
+        net = mlp(x.shape[1], n_act, hidden=hidden)
         opt = torch.optim.Adam(net.parameters(), lr=3e-3)
         for _ in range(epochs):
             for idx in torch.randperm(len(x)).split(256):
@@ -184,7 +185,7 @@ def train_cql(
     torch.manual_seed(seed)
     d = _arrays(env_name, rows)
     n_act = len(action_names(env_name))
-    net = _mlp(d["x"].shape[1], n_act, hidden)
+    net = mlp(d["x"].shape[1], n_act, hidden=hidden)
     target = copy.deepcopy(net)
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
     has_next = d["next"] >= 0

@@ -11,7 +11,6 @@ import argparse
 import json
 import logging
 import shutil
-import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -214,7 +213,7 @@ def _base_label(cfg: DLMConfig) -> str:
 
 
 def _lm(path: str | Path, dtype_name: str):
-    from finetune.dlm.device import model_dtype
+    from latent.device import model_dtype
     from latent.loading import load_model
 
     return load_model(str(path), dtype=model_dtype(dtype_name), realign="identity")
@@ -347,7 +346,7 @@ def run(args: argparse.Namespace) -> int:
     run_dir = Path(cfg.run_dir)
     if opts.stage == "grpo" or (opts.stage == "eval" and eval_needs_sft(cfg)):
         require_sft(cfg)
-    from latentworks.cli import on_interrupt
+    from latent.entry import on_interrupt
 
     on_interrupt(
         f"finished stages are kept in {run_dir}; the same command continues (SFT and GRPO from their "
@@ -369,9 +368,9 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m finetune.dlm.cli ...` == `latentworks dlm ...`."""
-    from latentworks.cli import main as latentworks
+    from latent.entry import run_script
 
-    return latentworks(["dlm", *(sys.argv[1:] if argv is None else argv)])
+    return run_script("latentworks dlm", __doc__.split("\n\n")[0], add_arguments, run, argv, extra="dlm")
 
 
 if __name__ == "__main__":

@@ -18,9 +18,11 @@ Environments:
 from __future__ import annotations
 
 import re
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
+
+from finetune.dlm.env_api import IllegalActionError, MultiAgentEnv, check_actions
 
 __all__ = ["ENV_NAMES", "IllegalActionError", "LBFEnv", "MPESpreadEnv", "MultiAgentEnv", "make_env"]
 
@@ -28,29 +30,6 @@ ENV_NAMES = ("lbforaging", "mpe", "rware", "smax")
 
 LBF_ACTIONS = ("none", "north", "south", "west", "east", "load")
 MPE_ACTIONS = ("stay", "left", "right", "down", "up")  # mpe2 discrete order: no-op, -x, +x, -y, +y
-
-
-class IllegalActionError(ValueError):
-    """An adapter was asked to execute an action outside that agent's legal set."""
-
-
-class MultiAgentEnv(Protocol):
-    """What the data generator, the dialogue layer and the evaluation loop need from an environment."""
-
-    env_name: str
-    scenario: str
-    n_agents: int
-    action_names: tuple[str, ...]
-    fallback_action: int  # always legal; what the evaluation loop executes in place of an invalid action
-
-    def reset(self, seed: int) -> None: ...
-    def observations(self) -> list[dict[str, Any]]: ...
-    def legal_actions(self) -> list[list[int]]: ...
-    def step(self, actions: list[int]) -> tuple[list[float], bool]: ...
-    def won(self) -> bool: ...
-    def team_reward(self, rewards: list[float]) -> float: ...
-    def get_state(self) -> dict[str, Any]: ...
-    def set_state(self, state: dict[str, Any]) -> None: ...
 
 
 # ---------------------------------------------------------------------------------------------- LBF
@@ -141,7 +120,7 @@ class LBFEnv:
         return [sorted(int(a.value) for a in valid[p]) for p in self._env.players]
 
     def step(self, actions: list[int]) -> tuple[list[float], bool]:
-        _check_actions(self, actions)
+        check_actions(self, actions)
         _, rewards, done, _, _ = self._env.step([int(a) for a in actions])
         return [float(x) for x in rewards], bool(done)
 
@@ -248,7 +227,7 @@ class MPESpreadEnv:
         return [list(range(len(MPE_ACTIONS))) for _ in range(self.n_agents)]
 
     def step(self, actions: list[int]) -> tuple[list[float], bool]:
-        _check_actions(self, actions)
+        check_actions(self, actions)
         _, rew, term, trunc, _ = self._env.step({n: int(a) for n, a in zip(self._names, actions)})
         self.t += 1
         done = self.t >= self.max_steps or any(term.values()) or any(trunc.values())
@@ -299,17 +278,6 @@ class MPESpreadEnv:
 
 def _offset(d: np.ndarray) -> dict[str, float]:
     return {"dx": round(float(d[0]), 1), "dy": round(float(d[1]), 1)}
-
-
-def _check_actions(env: MultiAgentEnv, actions: list[int]) -> None:
-    if len(actions) != env.n_agents:
-        raise ValueError(f"expected {env.n_agents} actions (one per agent), got {len(actions)}.")
-    for i, (a, legal) in enumerate(zip(actions, env.legal_actions())):
-        if int(a) not in legal:
-            raise IllegalActionError(
-                f"agent {i} action {a} is not legal here (legal: {legal}); the caller must replace invalid "
-                "actions with `fallback_action` and count them."
-            )
 
 
 def make_env(env_name: str, scenario: str) -> MultiAgentEnv:

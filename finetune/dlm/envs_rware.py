@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from finetune.dlm.env_api import check_actions
+
 __all__ = ["RWARE_ACTIONS", "RwareEnv", "rware_expert"]
 
 RWARE_ACTIONS = ("noop", "forward", "left", "right", "toggle")
@@ -134,9 +136,7 @@ class RwareEnv:
         return out
 
     def step(self, actions: list[int]) -> tuple[list[float], bool]:
-        from finetune.dlm.envs import _check_actions
-
-        _check_actions(self, actions)
+        check_actions(self, actions)
         _, rewards, done, _, _ = self._env.step([int(a) for a in actions])
         team = float(rewards[0]) if rewards else 0.0  # global reward: every agent gets each delivery
         self.deliveries += int(round(team))

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from finetune.dlm.env_api import check_actions
+
 __all__ = ["MAX_ENEMIES", "SMAX_ACTIONS", "SmaxEnv", "smax_expert"]
 
 MAX_ENEMIES = 10
@@ -140,9 +142,7 @@ class SmaxEnv:
         ]
 
     def step(self, actions: list[int]) -> tuple[list[float], bool]:
-        from finetune.dlm.envs import _check_actions
-
-        _check_actions(self, actions)
+        check_actions(self, actions)
         self._key, sub = self._jax.random.split(self._key)
         acts = {f"ally_{i}": int(a) for i, a in enumerate(actions)}
         # step_env, not step: jaxmarl's step auto-resets a finished battle, which would hide its outcome

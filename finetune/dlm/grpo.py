@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from finetune.dlm.config import GRPORunConfig
-from finetune.dlm.device import model_dtype, trainer_common_args
 from finetune.dlm.dialogue import SCHEMA_VERSION, check_schema
 from finetune.dlm.rewards import reward_functions
 from finetune.dlm.sft import check_chat_model, last_checkpoint, lora_config
+from latent.device import model_dtype, trainer_common_args
 
 __all__ = ["ZeroAdvantageCounter", "grpo_dataset", "run_grpo", "train_grpo", "train_return_model"]
 

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from finetune.dlm.baselines import CQLPolicy, _mlp, features
+from finetune.dlm.baselines import CQLPolicy, features, mlp
 from finetune.dlm.dialogue import action_names
 
 __all__ = ["JointData", "QMixer", "joint_arrays", "train_mixer_cql"]
@@ -139,7 +139,7 @@ def train_mixer_cql(
     gen = torch.Generator().manual_seed(seed)
     T, n, d = data.x.shape
     n_act = data.legal.shape[-1]
-    agent = _mlp(d, n_act, hidden)
+    agent = mlp(d, n_act, hidden=hidden)
     mixer = QMixer(n, n * d)
     t_agent, t_mixer = copy.deepcopy(agent), copy.deepcopy(mixer)
     opt = torch.optim.Adam([*agent.parameters(), *mixer.parameters()], lr=5e-4)

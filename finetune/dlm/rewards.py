@@ -13,13 +13,20 @@ malformed columns) into the penalty `PENALTY`.
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from finetune.dlm.dialogue import parse_action
+from finetune.dlm.reward_parts import (
+    MAX_COMPLETION_CHARS,
+    PENALTY,
+    RewardFn,
+    column,
+    completion_text,
+    guarded,
+    n_completions,
+    parsed_actions,
+)
 
 __all__ = [
     "MAX_COMPLETION_CHARS",
@@ -33,72 +40,19 @@ __all__ = [
     "reward_functions",
 ]
 
-logger = logging.getLogger(__name__)
-
-PENALTY = -1.0
-MAX_COMPLETION_CHARS = 32  # an action word is < 8 characters; anything this long is rambling
-
-RewardFn = Callable[..., list[float | None]]
-
-
-def completion_text(completion: Any) -> str | None:
-    """The text of one TRL completion (a string or `[{"role": "assistant", "content": ...}]`), else None."""
-    if isinstance(completion, str):
-        text = completion
-    elif isinstance(completion, list) and completion and isinstance(completion[-1], dict):
-        text = completion[-1].get("content")
-    else:
-        return None
-    if not isinstance(text, str) or len(text) > MAX_COMPLETION_CHARS:
-        return None
-    return text
-
-
-def _column(kwargs: dict[str, Any], name: str, n: int) -> list[Any]:
-    col = kwargs.get(name)
-    return list(col) if isinstance(col, (list, tuple)) and len(col) == n else [None] * n
-
-
-def _guarded(score: Callable[[int], float], n: int) -> list[float]:
-    out = []
-    for k in range(n):
-        try:
-            val = float(score(k))
-            out.append(val if np.isfinite(val) else PENALTY)
-        except Exception as err:  # a reward must not crash a training step; log and penalise
-            logger.debug("reward failed on sample %d: %r", k, err)
-            out.append(PENALTY)
-    return out
-
-
-def _parsed(completions: Any, envs: list[Any]) -> list[int | None]:
-    comps = list(completions) if isinstance(completions, (list, tuple)) else []
-    res = []
-    for k, env_name in enumerate(envs):
-        text = completion_text(comps[k]) if k < len(comps) else None
-        try:
-            res.append(parse_action(env_name, text) if text is not None else None)
-        except ValueError:
-            res.append(None)
-    return res
-
-
-def _n(completions: Any) -> int:
-    return len(completions) if isinstance(completions, (list, tuple)) else 0
-
 
 def format_reward(completions: Any = None, **kwargs: Any) -> list[float]:
     """+1 when the completion is exactly one action word of the environment, else `PENALTY`."""
-    n = _n(completions)
-    acts = _parsed(completions, _column(kwargs, "env", n))
-    return _guarded(lambda k: 1.0 if acts[k] is not None else PENALTY, n)
+    n = n_completions(completions)
+    acts = parsed_actions(completions, envs=column(kwargs, "env", n=n))
+    return guarded(lambda k: 1.0 if acts[k] is not None else PENALTY, n=n)
 
 
 def legality_reward(completions: Any = None, **kwargs: Any) -> list[float]:
     """+1 when the parsed action is in this agent's legal set for the state, else `PENALTY`."""
-    n = _n(completions)
-    acts, legal = _parsed(completions, _column(kwargs, "env", n)), _column(kwargs, "legal", n)
-    return _guarded(lambda k: 1.0 if acts[k] is not None and acts[k] in legal[k] else PENALTY, n)
+    n = n_completions(completions)
+    acts, legal = parsed_actions(completions, envs=column(kwargs, "env", n=n)), column(kwargs, "legal", n=n)
+    return guarded(lambda k: 1.0 if acts[k] is not None and acts[k] in legal[k] else PENALTY, n=n)
 
 
 def make_agreement_reward(tiers: tuple[str, ...] | list[str] = ("good",)) -> RewardFn:
@@ -110,8 +64,11 @@ def make_agreement_reward(tiers: tuple[str, ...] | list[str] = ("good",)) -> Rew
     allowed = set(tiers)
 
     def agreement_reward(completions: Any = None, **kwargs: Any) -> list[float | None]:
-        n = _n(completions)
-        acts, ref = _parsed(completions, _column(kwargs, "env", n)), _column(kwargs, "action", n)
+        n = n_completions(completions)
+        acts, ref = (
+            parsed_actions(completions, envs=column(kwargs, "env", n=n)),
+            column(kwargs, "action", n=n),
+        )
         tier = kwargs.get("tier")
         tier = list(tier) if isinstance(tier, (list, tuple)) and len(tier) == n else [None] * n
 
@@ -120,7 +77,7 @@ def make_agreement_reward(tiers: tuple[str, ...] | list[str] = ("good",)) -> Rew
                 return PENALTY
             return 1.0 if acts[k] == int(ref[k]) else 0.0
 
-        out: list[float | None] = list(_guarded(score, n))
+        out: list[float | None] = list(guarded(score, n=n))
         for k in range(n):
             if tier[k] is not None and tier[k] not in allowed and acts[k] is not None:
                 out[k] = None
@@ -142,10 +99,10 @@ def make_return_model_reward(model) -> RewardFn:
     """
 
     def return_model_reward(completions: Any = None, **kwargs: Any) -> list[float]:
-        n = _n(completions)
-        envs = _column(kwargs, "env", n)
-        acts = _parsed(completions, envs)
-        obs, legal = _column(kwargs, "obs", n), _column(kwargs, "legal", n)
+        n = n_completions(completions)
+        envs = column(kwargs, "env", n=n)
+        acts = parsed_actions(completions, envs=envs)
+        obs, legal = column(kwargs, "obs", n=n), column(kwargs, "legal", n=n)
 
         def score(k: int) -> float:
             if acts[k] is None or acts[k] not in legal[k]:
@@ -153,7 +110,7 @@ def make_return_model_reward(model) -> RewardFn:
             m = model[envs[k]] if isinstance(model, dict) else model
             return float(np.tanh(m.advantage(json.loads(obs[k]), list(legal[k]), acts[k])))
 
-        return _guarded(score, n)
+        return guarded(score, n=n)
 
     return return_model_reward
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from finetune.dlm import envs
 from finetune.dlm.policies import expert_actions
-from finetune.dlm.rewards import PENALTY, RewardFn, _column, _guarded, _n, _parsed
+from finetune.dlm.reward_parts import PENALTY, RewardFn, column, guarded, n_completions, parsed_actions
 
 __all__ = ["make_env_return_reward"]
 
@@ -44,10 +44,10 @@ def make_env_return_reward(horizon: int = 3) -> RewardFn:
         return total
 
     def env_return_reward(completions: Any = None, **kwargs: Any) -> list[float]:
-        n = _n(completions)
-        names = _column(kwargs, "env", n)
-        acts = _parsed(completions, names)
-        cols = {c: _column(kwargs, c, n) for c in ("scenario", "state", "joint_actions", "agent", "legal")}
+        n = n_completions(completions)
+        names = column(kwargs, "env", n=n)
+        acts = parsed_actions(completions, envs=names)
+        cols = {c: column(kwargs, c, n=n) for c in ("scenario", "state", "joint_actions", "agent", "legal")}
 
         def score(k: int) -> float:
             if acts[k] is None or acts[k] not in cols["legal"][k]:
@@ -63,6 +63,6 @@ def make_env_return_reward(horizon: int = 3) -> RewardFn:
             gain = rollout(cache[key], state, mine, k) - rollout(cache[key], state, logged, k)
             return float(np.tanh(gain))
 
-        return _guarded(score, n)
+        return guarded(score, n=n)
 
     return env_return_reward

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from finetune.dlm.config import SFTRunConfig
-from finetune.dlm.device import model_dtype, trainer_common_args, trainer_device_args
 from finetune.dlm.dialogue import SCHEMA_VERSION, check_schema
+from latent.device import model_dtype, trainer_common_args, trainer_device_args
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase

@@ -221,6 +221,19 @@ def test_bad_limits_raise_value_error(kwargs):
         run_python("pass", **kwargs)
 
 
+def test_sandbox_limits_check_themselves():
+    """The limits dataclass rejects a bad value by name, before any process starts."""
+    from eval.sandbox import SandboxLimits
+
+    with pytest.raises(ValueError, match="max_procs"):
+        SandboxLimits(max_procs=0)
+    with pytest.raises(ValueError, match="timeout"):
+        SandboxLimits(timeout=float("inf"))
+    with pytest.raises(ValueError, match="memory_mb"):
+        SandboxLimits(memory_mb=True)
+    assert SandboxLimits() == SandboxLimits(timeout=10.0, memory_mb=1024, max_procs=32, max_file_mb=16)
+
+
 # --------------------------------------------------------------------------- nothing is left behind
 
 
@@ -384,9 +397,10 @@ def test_measured_fallback_kills_a_tree_over_its_memory(iso):
     """Without cgroups the tree's memory is measured and the run is killed past the limit."""
     if not iso["dropped_privileges"]:
         pytest.skip("the measured fallback needs the run's own uid")
-    from eval.sandbox import _run
+    from eval.sandbox import SandboxLimits, run_sandboxed
 
-    result, info, _ = _run(_TREE_HOG, 30, 128, 32, 16, False, cgroups=False)
+    run = run_sandboxed(_TREE_HOG, limits=SandboxLimits(timeout=30, memory_mb=128), cgroups=False)
+    result, info = run.result, run.isolation
     assert info["tree_memory_limit"] == "measured"
     assert not result.ok and "memory limit of the process tree" in result.reason, result
     assert _sandbox_pids_left() == []

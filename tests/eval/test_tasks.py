@@ -75,7 +75,7 @@ def test_reasoning_gym_tasks_are_deterministic_by_seed(name):
 
 
 def test_arith_task_uses_the_builtin_heldout_generator():
-    """`arith` wraps finetune.arith_data's held-out split, seeded and prefix-stable."""
+    """`arith` wraps eval.arith_data's held-out split, seeded and prefix-stable."""
     task = load_task("arith", limit=4, seed=7)
     assert len(task.items) == 4 and task.kind == "math"
     assert load_task("arith", limit=2, seed=7).items == task.items[:2]

@@ -322,9 +322,9 @@ def _two_round_risks(seed: int, trials: int = 200, n0: int = 100, n1: int = 100)
 def test_sequential_two_round_procedure_controls_risk_with_exact_enumeration() -> None:
     """Mean realised risk of the round-2 policy stays <= alpha + 2 SE in every problem, while the
     unconstrained round-2 policy is far above alpha and the deployed policy moved off pi_0."""
-    from families.conformal_control.boundary import _quiet_model_logger
+    from families.conformal_control.boundary import quiet_model_logger
 
-    with _quiet_model_logger():
+    with quiet_model_logger():
         for seed in range(3):
             mean, se, alpha, risk_new, certified, risk_safe = _two_round_risks(seed)
             assert mean <= alpha + 2 * se, (seed, mean, alpha)

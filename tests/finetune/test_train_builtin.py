@@ -7,8 +7,8 @@ import pytest
 import torch
 from transformers import PreTrainedTokenizerBase
 
+from eval.arith_data import make_problems, to_messages
 from finetune import train_builtin as tb
-from finetune.arith_data import make_problems, to_messages
 
 RECIPES = Path(__file__).resolve().parents[2] / "finetune" / "recipes"
 

@@ -3,7 +3,7 @@ reloads to identical thoughts; the training loop applies the thought-note term i
 
 import torch
 
-import finetune.arith_data as ad
+import eval.arith_data as ad
 from eval import tasks_handoff as th
 from finetune.train_handoff import HandoffTrainConfig, latent_loss, latent_state, prepare, save_model, train
 from latent import load_model

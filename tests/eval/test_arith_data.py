@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from finetune.arith_data import (
+from eval.arith_data import (
     CONTEXT_KINDS,
     HELDOUT_NOUNS,
     HELDOUT_TEMPLATES,

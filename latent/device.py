@@ -1,4 +1,5 @@
-"""Device and precision choice for DLM training and evaluation, in one place.
+"""Device and precision choice for training and evaluation, in one place (the DLM trainers and the
+probes' LoRA organisms share it, so it stands below both).
 
 On CPU everything runs in fp32 (TRL's bf16 default either fails there or runs 6-26x slower without bf16
 hardware). On a GPU the weights load in bf16 where the card supports it, else fp16, and the trainers get

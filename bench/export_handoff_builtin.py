@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     readme = f"""# builtin:{a.name} (version {a.version})
 
 `{a.base}` fine-tuned on the hand-off task (`eval/tasks_handoff.py`, train split: names and
-values disjoint from the test split) by `finetune/train_handoff.py`, in {len(stages)} stages, plus solver SFT on
+values disjoint from the test split) by `finetune/train_handoff.py`, in {len(stages)} stage{"s" if len(stages) > 1 else ""}, plus solver SFT on
 train-split arith problems whose solution signature no evaluated problem has
 (`eval.arith_data.signature_disjoint_train`). Earlier versions stay loadable under their names.
 

@@ -15,7 +15,7 @@ from latent.args import add_config_arguments, config_from_args
 # builtin:arith-mini learned latent hand-off with this many thoughts per agent (its card records it);
 # other models get `agents.DEFAULT_LATENT_STEPS` through `latentworks eval`.
 BUILTIN_LATENT_STEPS = 4
-HANDOFF_MODEL = "builtin:arith-mini-v6"
+HANDOFF_MODEL = "builtin:arith-mini-v7"
 HANDOFF_LEVELS = ("relay", "pick", "sum")
 HANDOFF_ROWS = ("no_info", "oracle", "text_mas", "latent_kv", "latent_only", "latent_only_other")
 

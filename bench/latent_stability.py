@@ -12,8 +12,12 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 from functools import partial
+from typing import TYPE_CHECKING
 
 from latent.args import add_config_arguments, config_from_args, run_script
+
+if TYPE_CHECKING:  # annotations only: --help imports no torch
+    from latent import LatentModel
 
 PROMPTS = (
     "Ann's locker code is 47. What is Ann's locker code?",
@@ -22,7 +26,7 @@ PROMPTS = (
 )
 
 
-def drift(model, prompt: str, steps: int, eps: float = 1e-5, seed: int = 0) -> list[float]:
+def drift(model: LatentModel, prompt: str, steps: int, eps: float = 1e-5, seed: int = 0) -> list[float]:
     """Relative distance between the thoughts of the real and of the perturbed start, per step."""
     import torch
 

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # annotations only: --help imports no torch
     import torch
 
+    from latent import LatentModel
+
 from latent.args import add_config_arguments, config_from_args, run_script
 
 SIZES = {
@@ -67,7 +69,7 @@ def sync(device: str) -> None:
 
 
 def step_ratio(
-    m, batch: int, context: int, steps: int, repeats: int, device: str
+    m: LatentModel, batch: int, context: int, steps: int, repeats: int, device: str
 ) -> tuple[float, float, list[float]]:
     """Median seconds per latent step and per plain cached decode step, and each repeat's ratio."""
     import torch

@@ -113,7 +113,7 @@ def record_thoughts(wrapper) -> list[torch.Tensor]:
     original = wrapper._apply_latent_realignment
     seen: list[torch.Tensor] = []
 
-    def apply(hidden, model):
+    def apply(hidden: torch.Tensor, model: torch.nn.Module) -> torch.Tensor:
         out = original(hidden, model)
         seen.append(out.detach().clone())
         return out

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # annotations only: --help imports no torch
     import torch
 
+    from latent import LatentModel
+
 # This file is named probes.py: put the repository root first so `import probes` finds the package.
 _ROOT = str(Path(__file__).resolve().parents[1])
 sys.path = [_ROOT] + [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
@@ -40,7 +42,7 @@ def _time(fn, repeats: int) -> list[float]:
     return out
 
 
-def _peer_calls(m, enc: dict, layers: list[int], vec: torch.Tensor) -> dict:
+def _peer_calls(m: LatentModel, enc: dict, layers: list[int], vec: torch.Tensor) -> dict:
     """The same capture / steer calls through steering-vectors (empty when it is not installed)."""
     import torch
 

@@ -38,6 +38,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # annotations only: --help imports no torch
     import torch
 
+    from latent import LatentModel
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -78,7 +80,7 @@ def thought_diff(official: torch.Tensor, ours: torch.Tensor, rows: torch.Tensor)
     return float(((a - b).norm(dim=-1) / b.norm(dim=-1).clamp_min(1e-12)).max())
 
 
-def latent_loop(off, wrapper, m, msgs: list[list[dict]], steps: int, repeats: int) -> dict:
+def latent_loop(off, wrapper, m: LatentModel, msgs: list[list[dict]], steps: int, repeats: int) -> dict:
     """Prefill of one agent's prompt + `steps` latent steps, both sides, on the same chat messages."""
     import torch
     from official_adapter import record_thoughts
@@ -136,7 +138,7 @@ def latent_loop(off, wrapper, m, msgs: list[list[dict]], steps: int, repeats: in
     }
 
 
-def end_to_end(off, wrapper, m, items, batch: int, steps: int, max_new: int, prompt_for) -> dict:
+def end_to_end(off, wrapper, m: LatentModel, items, batch: int, steps: int, max_new: int, prompt_for) -> dict:
     """The sequential graph on every item, chunk by chunk, the two sides interleaved per chunk."""
     from official_adapter import greedy
 

@@ -32,7 +32,9 @@ from .model import AOGPT
 LN2 = math.log(2)
 
 
-def _train(model, loss_fn, train: torch.Tensor, cfg: AOGPTConfig, steps: int, seed: int) -> float:
+def _train(
+    model: torch.nn.Module, loss_fn, train: torch.Tensor, cfg: AOGPTConfig, steps: int, seed: int
+) -> float:
     """AdamW (lr 3e-3, wd 0.05, betas (0.9, 0.95)) on random windows; returns wall seconds."""
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.05, betas=(0.9, 0.95))

@@ -34,7 +34,7 @@ ABLATIONS = {
 }
 
 
-def _evaluate(model, d: TwoViewSplit) -> tuple[float, float]:
+def _evaluate(model: torch.nn.Module, d: TwoViewSplit) -> tuple[float, float]:
     """Queries = held-out pairs; database = training pairs; relevance uses clean labels."""
     qi, qt = model.encode(d.x1_query, 0), model.encode(d.x2_query, 1)
     di, dt = model.encode(d.x1_train, 0), model.encode(d.x2_train, 1)

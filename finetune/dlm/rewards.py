@@ -13,7 +13,7 @@ malformed columns) into the penalty `PENALTY`.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from finetune.dlm.reward_parts import (
     n_completions,
     parsed_actions,
 )
+
+if TYPE_CHECKING:
+    from finetune.dlm.return_model import ReturnModel
 
 __all__ = [
     "MAX_COMPLETION_CHARS",
@@ -89,7 +92,7 @@ def make_agreement_reward(tiers: tuple[str, ...] | list[str] = ("good",)) -> Rew
 agreement_reward = make_agreement_reward(("good", "medium", "poor", "random"))  # every tier: plain agreement
 
 
-def make_return_model_reward(model) -> RewardFn:
+def make_return_model_reward(model: ReturnModel | dict[str, ReturnModel]) -> RewardFn:
     """tanh of the return model's advantage of the completion's action; `PENALTY` if unparseable or illegal.
 
     `model` is a `return_model.ReturnModel` fit on the offline data (or a dict of them by environment):

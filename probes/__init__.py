@@ -11,51 +11,22 @@ Names load on first use, so importing `probes.config` imports no torch; transfor
 sklearn and matplotlib load when a function needs them.
 """
 
-import lazy_loader
+from latent.exports import lazy_exports
 
-__getattr__, __dir__, __all__ = lazy_loader.attach(
+# Each submodule's own __all__ is the list; see latent/exports.py.
+__getattr__, __dir__, __all__ = lazy_exports(
     __name__,
-    submod_attrs={
-        "activations": ["ActivationSet", "POSITIONS", "capture_items", "render"],
-        "behaviour": [
-            "LLMJudge",
-            "compliance_gap",
-            "compliance_rate",
-            "extract_answer",
-            "is_compliant",
-            "is_refusal",
-            "spoken_eval_awareness",
-            "strip_scratchpad",
-            "sycophancy_rate",
-        ],
-        "config": ["EXPERIMENTS", "ProbeConfig"],
-        "elicit": ["elicit_items", "elicited_p_eval"],
-        "stats": ["cluster_bootstrap", "decide", "paired_effect"],
-        "data": [
-            "ACCEPT",
-            "Item",
-            "REJECT",
-            "af_scenarios",
-            "eval_deploy_pairs",
-            "load_requests",
-            "neutral_texts",
-            "sycophancy_factual",
-            "sycophancy_opinion",
-        ],
-        "directions": [
-            "auroc",
-            "bootstrap_ci",
-            "cosine",
-            "diff_of_means",
-            "fit_direction",
-            "layer_scan",
-            "logistic_direction",
-            "pca_paired_direction",
-            "split_half_cosine",
-            "tpr_at_fpr",
-        ],
-        "experiments": ["run_experiment"],
-        "organisms": ["expected_comply", "expected_sycophantic", "organism_examples", "train_lora"],
-        "steering": ["SteerSpec", "generate_texts", "perplexity", "random_like", "reply_logprob", "sweep"],
-    },
+    __file__,
+    [
+        "activations",
+        "behaviour",
+        "config",
+        "elicit",
+        "stats",
+        "data",
+        "directions",
+        "experiments",
+        "organisms",
+        "steering",
+    ],
 )

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import torch
 
-from probes.config import EXPERIMENTS, ProbeConfig
+from probes.config import ProbeConfig
 from probes.e1 import run_e1
 from probes.e2 import run_e2
 
-__all__ = ["EXPERIMENTS", "ProbeConfig", "run_e1", "run_e2", "run_experiment"]
+__all__ = ["run_e1", "run_e2", "run_experiment"]
 
 
 def run_experiment(cfg: ProbeConfig) -> dict:

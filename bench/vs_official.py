@@ -80,6 +80,18 @@ def thought_diff(official: torch.Tensor, ours: torch.Tensor, rows: torch.Tensor)
     return float(((a - b).norm(dim=-1) / b.norm(dim=-1).clamp_min(1e-12)).max())
 
 
+def step_bytes(m: LatentModel) -> dict:
+    """Weight bytes one latent step reads: the decoder layers (ours) and the layers plus the LM head (the
+    official loop computes logits it does not use). At batch 1 a step is bound by reading the weights,
+    so their ratio is the most the skipped LM head alone can buy there."""
+    w = m.weight_bytes()
+    return {
+        "layers_mb": w["layers"] / 1e6,
+        "lm_head_mb": w["lm_head"] / 1e6,
+        "ceiling": (w["layers"] + w["lm_head"]) / w["layers"],
+    }
+
+
 def latent_loop(off, wrapper, m: LatentModel, msgs: list[list[dict]], steps: int, repeats: int) -> dict:
     """Prefill of one agent's prompt + `steps` latent steps, both sides, on the same chat messages."""
     import torch
@@ -222,6 +234,7 @@ def _write_json(path: str | None, out: dict) -> None:
         "acc_ours_b16": out.get("e2e_b16", {}).get("acc_ours"),
         "acc_official_b1": out.get("e2e_b1", {}).get("acc_official"),
         "thought_max_rel_diff": out.get("latent_b1", {}).get("thought_max_rel_diff"),
+        "step_bytes_ceiling": out.get("step_bytes", {}).get("ceiling"),
         "details": out,
     }
     Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -310,6 +323,12 @@ def run(ns: argparse.Namespace) -> int:
         "realign": args.realign,
         "threads": args.threads,
     }
+    out["step_bytes"] = sb = step_bytes(m)
+    print(
+        f"\nweights read per latent step: ours {sb['layers_mb']:.0f} MB (decoder layers), official "
+        f"{sb['layers_mb'] + sb['lm_head_mb']:.0f} MB (+ LM head): at batch 1, where a step is bound by reading "
+        f"weights, the skipped LM head buys at most {sb['ceiling']:.2f}x"
+    )
     print("\nlatent loop (prefill of the planner prompt + k latent steps)")
     print(
         f"{'batch':>5} | {'official s':>10} | {'ours s':>8} | {'official/ours':>13} | {'range':>11} "

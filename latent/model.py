@@ -682,6 +682,14 @@ class LatentModel:
         mask = attention_mask.to(logits.device).bool()
         return logp.masked_fill(~(mask[:, 1:] & mask[:, :-1]), 0.0)
 
+    def weight_bytes(self) -> dict[str, int]:
+        """Bytes of the decoder layers' weights and of the LM head: what one cached step reads from memory.
+        A latent step reads only the layers, a decode step both; at small batch a step is bound by reading
+        them, so their ratio bounds what skipping the LM head can buy."""
+        layers = sum(p.numel() * p.element_size() for layer in self._layers for p in layer.parameters())
+        head = self._hf.get_output_embeddings().weight
+        return {"layers": layers, "lm_head": head.numel() * head.element_size()}
+
 
 GROUP_OVERHEAD = 24
 """Rows of compute one extra forward call costs on a CPU (it reads every weight once more): measured on

@@ -213,3 +213,12 @@ def test_generate_drops_finished_rows_without_changing_any_text(llama, monkeypat
     full = llama.generate(**enc, max_new_tokens=12, eos_token_id=eos)
     assert dropped.texts == full.texts
     assert torch.equal(dropped.tokens, full.tokens) and torch.equal(dropped.lengths, full.lengths)
+
+
+def test_weight_bytes_counts_the_decoder_layers_and_the_lm_head(llama):
+    # tiny llama: D 64, MLP 128, 4 heads, 2 KV heads of 16 -> q, o 64x64; k, v 64x32; gate, up, down 64x128;
+    # two RMSNorm weights of 64; two layers; float32
+    per_layer = 2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 128 + 2 * 64
+    w = llama.weight_bytes()
+    assert w["layers"] == 2 * per_layer * 4
+    assert w["lm_head"] == llama.config.vocab_size * 64 * 4

@@ -27,6 +27,42 @@ KEEP = (
 )
 
 
+def heldout_checks(config: dict) -> dict:
+    """Recount what a stage trained on against what is evaluated: hand-off training items that hold a
+    test-split value or name, arith problems with an evaluated problem's solution signature, and arith
+    lines that add two hand-off test sum values (a sum test item's working line). All should be 0.
+    Configs saved before an option existed load with its default (off)."""
+    import re
+
+    from eval import tasks_handoff as th
+    from eval.arith_data import eval_signatures, solution_signature
+    from finetune.train_handoff import HandoffTrainConfig, arith_stream, train_items
+
+    cfg = HandoffTrainConfig(**config)
+    test_vals, test_sum = set(th.values("test")), set(th.values("test", 10, 49))
+    name_re = re.compile(r"\b(" + "|".join(th.TEST_NAMES) + r")\b")
+    items = bad_items = 0
+    for step in range(cfg.steps):
+        level = cfg.levels[step % len(cfg.levels)]
+        for it in train_items(cfg, level, step):
+            items += 1
+            text = " ".join(it.shares) + " " + it.question
+            vals = {int(x) for x in re.findall(r"\d+", " ".join(it.shares))}
+            bad_items += bool(vals & test_vals or name_re.search(text))
+    arith = arith_stream(cfg)
+    banned = eval_signatures()
+    sigs = [solution_signature(p) for p in arith]
+    return {
+        "handoff_train_items": items,
+        "handoff_train_items_with_a_test_value_or_name": bad_items,
+        "arith_problems": len(arith),
+        "arith_with_an_evaluated_signature": sum(sg in banned for sg in sigs),
+        "arith_adding_two_test_sum_values": sum(
+            any(op == "+" and a in test_sum and b in test_sum for a, op, b, _ in sg) for sg in sigs
+        ),
+    }
+
+
 def plot(stages: list[dict], path: Path) -> None:
     from latent.plotting import figure, save_figure
 
@@ -106,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
         "stages": [
             {"config": s["config"], "wall_s": s["wall_s"], "steps": s["log"][-1]["step"]} for s in stages
         ],
+        "heldout_checks": [heldout_checks(s["config"]) for s in stages],
         "steps": steps,
         "tokens_seen": None,
         "wall_time_s": wall,

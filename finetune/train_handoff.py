@@ -15,7 +15,9 @@ Batches, by curriculum (`text_until`, `k_schedule`):
 Options that are off by default: `kv_frac` runs that share of the latent batches on kv edges (the
 answerer reads each holder's prompt and thoughts, as `latent_kv` does at inference); `working_levels`
 lets the answer show its working in the arith style ("23 + 14 = 37." then the box); `relevance_notes`
-has a holder whose share is about nobody the question names hand on "-".
+has a holder whose share is about nobody the question names hand on "-"; `random_names` gives that
+share of the training items fresh made-up names (never a test name), so that matching a name is learned
+as a general skill rather than over the 24 training names.
 Trainable: all weights (built-in models) or a LoRA + a linear aligner (any HF causal LM).
 """
 
@@ -78,6 +80,7 @@ class HandoffTrainConfig:
     working_levels: list[str] = field(default_factory=list)  # these levels' answers show "a + b = s." first
     relevance_notes: bool = False  # a holder whose share names nobody in the question hands on "-"
     arith_skip_test_sums: bool = False  # drop arith problems adding two hand-off test values (sum's pairs)
+    random_names: float = 0.0  # share of training items whose people get made-up names (never a test name)
     save_every: int = 100
     realign_every: int = 25
     max_minutes: float = 0.0
@@ -285,6 +288,51 @@ def oracle_seqs(tok: PreTrainedTokenizerBase, prompts: PromptSet, items, working
     ]
 
 
+_CONSONANTS, _VOWELS = "bdfghjklmnprstvwz", "aeiou"
+
+
+def made_up_name(rng: random.Random) -> str:
+    """A pronounceable name of 1-3 syllables that is not a test-split name and shares no substring
+    relation with one ("Zoey" is refused as well as "Zoe")."""
+    tests = [n.lower() for n in th.TEST_NAMES]
+    while True:
+        syl = [rng.choice(_CONSONANTS) + rng.choice(_VOWELS) for _ in range(rng.choice((1, 2, 2, 3)))]
+        name = "".join(syl) + (rng.choice(_CONSONANTS) if rng.random() < 0.4 else "")
+        low = name.lower()
+        if len(name) >= 3 and not any(t in low or low in t for t in tests):
+            return name.capitalize()
+
+
+def train_items(cfg: HandoffTrainConfig, level: str, step: int) -> list[th.HandoffItem]:
+    """The hand-off items of training step `step`: the generator's train split and, with
+    `random_names`, that share of them with each person renamed (the same made-up name in shares and
+    question). Seeded by step alone, so the items a run trained on can be recounted."""
+    import re
+
+    items = th.make_items(level, cfg.batch_size, "train", seed=cfg.seed * 100003 + step)
+    if cfg.random_names <= 0:
+        return items
+    rng = random.Random(f"handoff-names-{cfg.seed}-{step}")
+    pattern = re.compile(r"\b(" + "|".join(th.TRAIN_NAMES) + r")\b")
+    out = []
+    for it in items:
+        if rng.random() >= cfg.random_names:
+            out.append(it)
+            continue
+        names: dict[str, str] = {}
+        for n in dict.fromkeys(pattern.findall(" ".join(it.shares) + " " + it.question)):
+            new = made_up_name(rng)
+            while new in names.values():  # two people never share a made-up name
+                new = made_up_name(rng)
+            names[n] = new
+
+        def sub(text: str, names=names) -> str:
+            return pattern.sub(lambda m: names[m.group(1)], text)
+
+        out.append(th.HandoffItem(it.id, [sub(x) for x in it.shares], sub(it.question), it.answer))
+    return out
+
+
 def arith_stream(cfg: HandoffTrainConfig) -> list:
     """The solver SFT problems of a run: signature-disjoint from the evaluated arith problems and, with
     `arith_skip_test_sums`, free of any line that adds two of the hand-off test split's sum values (so no
@@ -372,7 +420,7 @@ def train(
             g["lr"] = lr * warm * 0.5 * (1 + math.cos(math.pi * prog))
         text_p = max(cfg.text_floor, 1 - (1 - cfg.text_floor) * prog / max(cfg.text_until, 1e-9))
         level = cfg.levels[step % len(cfg.levels)]
-        items = th.make_items(level, cfg.batch_size, "train", seed=cfg.seed * 100003 + step)
+        items = train_items(cfg, level, step)
         working, relevance = level in cfg.working_levels, cfg.relevance_notes
         u = rng.random()
         if arith and u < cfg.arith_frac:

@@ -1,6 +1,6 @@
 """Hand-off training: gradients reach the LoRA and the aligner through the thoughts; a saved model
 reloads to identical thoughts; the training loop applies the thought-note term it is configured with; arith training items are signature-disjoint from evaluated ones; the options that are off by default (kv
-edges, working in the answer, relevance notes, arith without test sums) reach the batches."""
+edges, working in the answer, relevance notes, arith without test sums, made-up names) reach the batches."""
 
 import re
 
@@ -20,6 +20,7 @@ from finetune.train_handoff import (
     save_model,
     sft_loss,
     train,
+    train_items,
 )
 from latent import load_model
 
@@ -182,3 +183,25 @@ def test_arith_skip_test_sums_drops_every_addition_of_two_test_values():
     raw = arith_stream(HandoffTrainConfig(**cfg))
     assert len(kept) == len(raw) == 200 * 16
     assert not any(adds_test_pair(p) for p in kept) and any(adds_test_pair(p) for p in raw)
+
+
+def test_random_names_rename_training_people_and_never_use_a_test_name(llama, monkeypatch):
+    """`random_names=1` trains on made-up names (holder notes carry them; one may happen to spell a
+    training name, never a test-split name or a near one); the default trains on the generator's items
+    unchanged."""
+    names_re = re.compile(r"\b(" + "|".join(th.TRAIN_NAMES) + r")\b")
+    on, _ = _train_capturing(llama, monkeypatch, levels=["relay"], text_until=1.0, random_names=1.0, steps=6)
+    off, _ = _train_capturing(llama, monkeypatch, levels=["relay"], text_until=1.0, steps=6)
+    notes_on = [t for t in on["targets"] if "boxed" not in t]
+    notes_off = [t for t in off["targets"] if "boxed" not in t]
+    assert notes_on and sum(bool(names_re.search(t)) for t in notes_on) < len(notes_on) / 4
+    assert notes_off and all(names_re.search(t) for t in notes_off)
+    cfg = HandoffTrainConfig(random_names=1.0, batch_size=64)
+    tests = [n.lower() for n in th.TEST_NAMES]
+    items = [it for step in range(20) for it in train_items(cfg, "pick", step)]
+    for it in items:
+        text = (" ".join(it.shares) + " " + it.question).lower()
+        assert not any(t in word or word in t for word in re.findall(r"[a-z]+(?=')", text) for t in tests)
+    assert sum(bool(names_re.search(" ".join(it.shares) + it.question)) for it in items) < len(items) / 20
+    plain = HandoffTrainConfig(batch_size=8)
+    assert train_items(plain, "sum", 5) == th.make_items("sum", 8, "train", seed=5)

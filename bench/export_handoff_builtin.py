@@ -27,6 +27,61 @@ KEEP = (
 )
 
 
+def heldout_checks(config: dict) -> dict:
+    """Recount what a stage trained on against what is evaluated: hand-off training items that hold a
+    test-split value or name, arith problems with an evaluated problem's solution signature, and arith
+    lines that add two hand-off test sum values (a sum test item's working line). All should be 0.
+    Configs saved before an option existed load with its default (off)."""
+    import re
+
+    from eval import tasks_handoff as th
+    from eval.arith_data import eval_signatures, solution_signature
+    from finetune.train_handoff import HandoffTrainConfig, arith_stream, train_items
+
+    cfg = HandoffTrainConfig(**config)
+    test_vals, test_sum = set(th.values("test")), set(th.values("test", 10, 49))
+    name_re = re.compile(r"\b(" + "|".join(th.TEST_NAMES) + r")\b")
+    items = bad_items = 0
+    for step in range(cfg.steps):
+        level = cfg.levels[step % len(cfg.levels)]
+        for it in train_items(cfg, level, step):
+            items += 1
+            text = " ".join(it.shares) + " " + it.question
+            vals = {int(x) for x in re.findall(r"\d+", " ".join(it.shares))}
+            bad_items += bool(vals & test_vals or name_re.search(text))
+    arith = arith_stream(cfg)
+    banned = eval_signatures()
+    sigs = [solution_signature(p) for p in arith]
+    return {
+        "handoff_train_items": items,
+        "handoff_train_items_with_a_test_value_or_name": bad_items,
+        "arith_problems": len(arith),
+        "arith_with_an_evaluated_signature": sum(sg in banned for sg in sigs),
+        "arith_adding_two_test_sum_values": sum(
+            any(op == "+" and a in test_sum and b in test_sum for a, op, b, _ in sg) for sg in sigs
+        ),
+    }
+
+
+def stage_line(stage: dict) -> str:
+    """One stage of the model card: steps, time, the loss terms, and the options that were on."""
+    c = stage["config"]
+    line = (
+        f"  - {stage['log'][-1]['step']} steps, {stage['wall_s'] / 60:.1f} min, levels {c['levels']}, seed "
+        f"{c['seed']}: text hand-off first, then latent batches (k = {c['k_schedule']}), oracle batches, "
+        f"anti-shortcut weight {c['anti_weight']}, thought-note weight {c.get('note_weight', 0)}"
+    )
+    extra = [
+        f"{c['kv_frac']:.0%} of latent batches on kv edges" if c.get("kv_frac") else "",
+        f"working shown on {c['working_levels']}" if c.get("working_levels") else "",
+        "relevance notes" if c.get("relevance_notes") else "",
+        f"{c['random_names']:.0%} made-up names" if c.get("random_names") else "",
+        "arith without test sums" if c.get("arith_skip_test_sums") else "",
+    ]
+    line += "".join(f"; {x}" for x in extra if x)
+    return line + (f" ({stage['note']})" if stage.get("note") else "")
+
+
 def plot(stages: list[dict], path: Path) -> None:
     from latent.plotting import figure, save_figure
 
@@ -104,8 +159,11 @@ def run(args: argparse.Namespace) -> int:
         "seed": stages[0]["config"]["seed"],
         "train_command": "; ".join(f"finetune.train_handoff.train({s['config']})" for s in stages),
         "stages": [
-            {"config": s["config"], "wall_s": s["wall_s"], "steps": s["log"][-1]["step"]} for s in stages
+            {"config": s["config"], "wall_s": s["wall_s"], "steps": s["log"][-1]["step"]}
+            | ({"note": s["note"]} if "note" in s else {})
+            for s in stages
         ],
+        "heldout_checks": [heldout_checks(s["config"]) for s in stages],
         "steps": steps,
         "tokens_seen": None,
         "wall_time_s": wall,
@@ -124,10 +182,13 @@ train-split arith problems whose solution signature no evaluated problem has
 
 ## Training
 - Stages (seed, steps, wall time; 1 torch thread, fp32, a shared 2-core CPU):
-{chr(10).join(f"  - {s['log'][-1]['step']} steps, {s['wall_s'] / 60:.1f} min: text hand-off first, then latent batches (k = {s['config']['k_schedule']}), oracle batches, anti-shortcut weight {s['config']['anti_weight']}, thought-note weight {s['config'].get('note_weight', 0)}" for s in stages)}
+{chr(10).join(stage_line(s) for s in stages)}
 - Latent batches run `agents.final_agent_view` on `agents.handoff_graph(n, "latent")` over a
-  `WorkingMemory(grad=True)`: the answerer reads only the holders' thoughts; gradients go through every
-  thought into the weights that produced them.
+  `WorkingMemory(grad=True)`: the answerer reads only the holders' thoughts (on the kv-edge share of them,
+  each holder's prompt as well); gradients go through every thought into the weights that produced them.
+- Held-out recounts per stage (`card.json`, `heldout_checks`: hand-off training items holding a test value
+  or name, arith problems with an evaluated signature, arith lines adding two test sum values):
+  {"; ".join(f"{c['handoff_train_items_with_a_test_value_or_name']} of {c['handoff_train_items']} items, {c['arith_with_an_evaluated_signature']} and {c['arith_adding_two_test_sum_values']} of {c['arith_problems']} problems" for c in card["heldout_checks"])}.
 - Held-out solver accuracy (seed 2024, 512 problems of 2-3 operations): **{solver["acc"]:.1%}**.
 
 ![loss curve](loss_curve.png)

@@ -15,9 +15,12 @@ from latent.args import add_config_arguments, config_from_args
 # builtin:arith-mini learned latent hand-off with this many thoughts per agent (its card records it);
 # other models get `agents.DEFAULT_LATENT_STEPS` through `latentworks eval`.
 BUILTIN_LATENT_STEPS = 4
-HANDOFF_MODEL = "builtin:arith-mini-v7"
+HANDOFF_MODEL = "builtin:arith-mini-v8"
 HANDOFF_LEVELS = ("relay", "pick", "sum")
 HANDOFF_ROWS = ("no_info", "oracle", "text_mas", "latent_kv", "latent_only", "latent_only_other")
+# v8 shows its working on sum ("23 + 14 = 37." then the box: 19 tokens), so the table decodes up to 24, as
+# bench/handoff.py does
+HANDOFF_MAX_NEW_TOKENS = 24
 
 
 @dataclass
@@ -137,7 +140,7 @@ def handoff_table(demo: DemoConfig) -> str:
     for level in HANDOFF_LEVELS:
         items = th.make_items(level, demo.handoff_limit, "test", seed=0)
         for name in HANDOFF_ROWS:
-            r = run_row(model, items, name, demo.latent_steps, 16, 16)
+            r = run_row(model, items, name, demo.latent_steps, HANDOFF_MAX_NEW_TOKENS, 16)
             lo, hi = wilson(r.correct, r.n)
             cells[name].append(f"{r.correct}/{r.n} ({100 * lo:.0f}-{100 * hi:.0f}%)")
     lines += [f"| {name} | " + " | ".join(c) + " |" for name, c in cells.items()]

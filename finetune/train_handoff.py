@@ -12,6 +12,12 @@ Batches, by curriculum (`text_until`, `k_schedule`):
   item's thoughts or same-norm random ones, so the answer must come from this item's thoughts;
 - arith (built-in models): solver SFT on train-split problems whose solution signature (numbers and
   operations) no evaluated problem has (`eval.arith_data.signature_disjoint_train`).
+Options that are off by default: `kv_frac` runs that share of the latent batches on kv edges (the
+answerer reads each holder's prompt and thoughts, as `latent_kv` does at inference); `working_levels`
+lets the answer show its working in the arith style ("23 + 14 = 37." then the box); `relevance_notes`
+has a holder whose share is about nobody the question names hand on "-"; `random_names` gives that
+share of the training items fresh made-up names (never a test name), so that matching a name is learned
+as a general skill rather than over the 24 training names.
 Trainable: all weights (built-in models) or a LoRA + a linear aligner (any HF causal LM).
 """
 
@@ -69,6 +75,12 @@ class HandoffTrainConfig:
     anti_weight: float = 0.5
     note_weight: float = 1.0  # thoughts read through the output head should spell the note
     anti_random_every: int = 4  # the random-thought term every this many latent batches (it costs a pass)
+    # Off by default (the behaviour above stays as it was):
+    kv_frac: float = 0.0  # share of latent batches on kv edges (holder prompt + thought KV): latent_kv
+    working_levels: list[str] = field(default_factory=list)  # these levels' answers show "a + b = s." first
+    relevance_notes: bool = False  # a holder whose share names nobody in the question hands on "-"
+    arith_skip_test_sums: bool = False  # drop arith problems adding two hand-off test values (sum's pairs)
+    random_names: float = 0.0  # share of training items whose people get made-up names (never a test name)
     save_every: int = 100
     realign_every: int = 25
     max_minutes: float = 0.0
@@ -97,10 +109,39 @@ def target_text(answer: str) -> str:
     return f"\\boxed{{{answer}}}"
 
 
-def _ids(tok: PreTrainedTokenizerBase, msgs: list[dict], target: str) -> tuple[list[int], list[int]]:
+IRRELEVANT_NOTE = "-"
+
+
+def holder_note(share: str, question: str, relevance: bool = False) -> str:
+    """The note a holder hands on; with `relevance`, "-" when the share's owner is not named in the
+    question (pick: the holder of the other person's number has nothing the answerer needs)."""
+    import re
+
+    if relevance:
+        name = re.split(r"['\s]", share.strip(), maxsplit=1)[0]
+        if name and not re.search(rf"\b{re.escape(name)}\b", question):
+            return IRRELEVANT_NOTE
+    return note_of(share)
+
+
+def answer_target(item: th.HandoffItem, working: bool = False) -> str:
+    """The answer the answerer is trained to write: the box, or, with `working` on an item whose answer
+    is the sum of its shares' numbers, the addition line first, as the arith solutions write it."""
+    import re
+
+    if working:
+        nums = [re.findall(r"\d+", s)[-1] for s in item.shares if re.findall(r"\d+", s)]
+        if len(nums) == len(item.shares) > 1 and str(sum(map(int, nums))) == item.answer:
+            return " + ".join(nums) + f" = {item.answer}.\n" + target_text(item.answer)
+    return target_text(item.answer)
+
+
+def _ids(
+    tok: PreTrainedTokenizerBase, msgs: list[dict], target: str, eos: bool = True
+) -> tuple[list[int], list[int]]:
     text = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
     p = tok(text, add_special_tokens=False)["input_ids"]
-    c = tok(target + tok.eos_token, add_special_tokens=False)["input_ids"]
+    c = tok(target + (tok.eos_token if eos else ""), add_special_tokens=False)["input_ids"]
     return p + c, [IGNORE] * len(p) + c
 
 
@@ -134,16 +175,24 @@ def sft_loss(lm: LatentModel, seqs, state=None) -> torch.Tensor:
     return -(logp * keep).sum() / keep.sum()
 
 
-def latent_state(lm: LatentModel, items, k: int, thoughts: str = "real", memory: WorkingMemory | None = None):
-    """The answerer's messages and the state it reads (thoughts KV only), with gradients."""
+def latent_state(
+    lm: LatentModel,
+    items,
+    k: int,
+    thoughts: str = "real",
+    memory: WorkingMemory | None = None,
+    edge: str = "latent",
+):
+    """The answerer's messages and the state it reads (thoughts KV only; `edge="kv"`: each holder's
+    prompt and thoughts), with gradients."""
     cfg = RunConfig(prompts=PROMPT_SET, latent_steps=k, threads=None, thoughts=thoughts)
-    g = agents.handoff_graph(len(items[0].shares), "latent")
+    g = agents.handoff_graph(len(items[0].shares), edge)
     mem = memory if memory is not None else WorkingMemory(lm, grad=True)
     questions, shares = [it.question for it in items], [it.shares for it in items]
     return agents.final_agent_view(g, lm, questions, cfg, mem, shares=shares)
 
 
-def thought_note_loss(lm: LatentModel, mem: WorkingMemory, items) -> torch.Tensor:
+def thought_note_loss(lm: LatentModel, mem: WorkingMemory, items, relevance: bool = False) -> torch.Tensor:
     """Cross-entropy of each holder's thoughts, read through the output head, against its note's first k
     tokens: thought j stands where note token j would (Coconut-style replacement of the text hand-off)."""
     tok = lm.tokenizer
@@ -153,7 +202,8 @@ def thought_note_loss(lm: LatentModel, mem: WorkingMemory, items) -> torch.Tenso
         k = seg.hidden.shape[1]
         target = torch.full((len(items), k), IGNORE, dtype=torch.long)
         for r, it in enumerate(items):
-            ids = tok(note_of(it.shares[i]), add_special_tokens=False)["input_ids"][:k]
+            note = holder_note(it.shares[i], it.question, relevance)
+            ids = tok(note, add_special_tokens=False)["input_ids"][:k]
             target[r, : len(ids)] = torch.tensor(ids)
         logits = lm.logits(seg.hidden)
         flat = target.reshape(-1).to(logits.device)
@@ -171,25 +221,37 @@ def latent_loss(
     seed: int,
     with_random: bool = True,
     note_weight: float = 0.0,
+    edge: str = "latent",
+    working: bool = False,
+    relevance: bool = False,
 ) -> tuple[torch.Tensor, dict]:
+    """Answer cross-entropy after the holders' thoughts, the thought-note term and the anti-shortcut
+    term. On kv edges the random-thought part of that term is skipped: the holder's prompt, which the
+    answerer then reads too, still holds the share, so the gold answer must not be pushed down there."""
     mem = WorkingMemory(lm, grad=True)
-    msgs, state = latent_state(lm, items, k, memory=mem)
-    seqs = [_ids(lm.tokenizer, m, target_text(it.answer)) for m, it in zip(msgs, items)]
+    msgs, state = latent_state(lm, items, k, memory=mem, edge=edge)
+    seqs = [_ids(lm.tokenizer, m, answer_target(it, working)) for m, it in zip(msgs, items)]
     logp, keep = _token_logp(lm, seqs, state.copy())
     ce = -(logp * keep).sum() / keep.sum()
     parts = {"latent_ce": float(ce.detach())}
     loss = ce
     if note_weight > 0:
-        note = thought_note_loss(lm, mem, items)
+        note = thought_note_loss(lm, mem, items, relevance)
         parts["note"] = float(note.detach())
         loss = loss + note_weight * note
     if anti_weight > 0:
+        # with working, only the operands the answerer copies from the thoughts ("23 + 14") are pushed
+        # down: the rest of the line follows from them, whichever thoughts were read
+        anti_seqs = [
+            _ids(lm.tokenizer, m, t.split(" =")[0], eos=False) if " = " in t else s
+            for m, s, t in zip(msgs, seqs, (answer_target(it, working) for it in items))
+        ]
         anti = []
         states = [state.select_rows(derangement(len(items), seed))]
-        if with_random:
+        if with_random and edge == "latent":
             states.append(latent_state(lm, items, k, thoughts="random")[1])
         for st in states:
-            lp, kp = _token_logp(lm, seqs, st)
+            lp, kp = _token_logp(lm, anti_seqs, st)
             p_gold = (lp * kp).sum(1).div(kp.sum(1)).exp()  # geometric-mean token prob of the gold answer
             anti.append(-torch.log1p(-p_gold.clamp(max=1 - 1e-4)).mean())
         a = torch.stack(anti).mean()
@@ -198,25 +260,98 @@ def latent_loss(
     return loss, parts
 
 
-def text_seqs(tok: PreTrainedTokenizerBase, prompts: PromptSet, items, rng: random.Random):
+def text_seqs(
+    tok: PreTrainedTokenizerBase,
+    prompts: PromptSet,
+    items,
+    rng: random.Random,
+    working: bool = False,
+    relevance: bool = False,
+):
     """Text hand-off samples: holder -> its share as a note, or answerer reading the notes -> answer."""
     seqs = []
     for it in items:
         if rng.random() < 0.5:
             i = rng.randrange(len(it.shares))
             msgs = prompts.messages("holder", it.question, share=it.shares[i])
-            seqs.append(_ids(tok, msgs, note_of(it.shares[i])))
+            seqs.append(_ids(tok, msgs, holder_note(it.shares[i], it.question, relevance)))
         else:
-            ctx = [(f"holder_{i}", note_of(s)) for i, s in enumerate(it.shares)]
-            seqs.append(_ids(tok, prompts.messages("answerer", it.question, ctx), target_text(it.answer)))
+            ctx = [(f"holder_{i}", holder_note(s, it.question, relevance)) for i, s in enumerate(it.shares)]
+            seqs.append(_ids(tok, prompts.messages("answerer", it.question, ctx), answer_target(it, working)))
     return seqs
 
 
-def oracle_seqs(tok: PreTrainedTokenizerBase, prompts: PromptSet, items):
+def oracle_seqs(tok: PreTrainedTokenizerBase, prompts: PromptSet, items, working: bool = False):
     return [
-        _ids(tok, prompts.messages("answerer", th.oracle_question(it)), target_text(it.answer))
+        _ids(tok, prompts.messages("answerer", th.oracle_question(it)), answer_target(it, working))
         for it in items
     ]
+
+
+_CONSONANTS, _VOWELS = "bdfghjklmnprstvwz", "aeiou"
+
+
+def made_up_name(rng: random.Random) -> str:
+    """A pronounceable name of 1-3 syllables that is not a test-split name and shares no substring
+    relation with one ("Zoey" is refused as well as "Zoe")."""
+    tests = [n.lower() for n in th.TEST_NAMES]
+    while True:
+        syl = [rng.choice(_CONSONANTS) + rng.choice(_VOWELS) for _ in range(rng.choice((1, 2, 2, 3)))]
+        name = "".join(syl) + (rng.choice(_CONSONANTS) if rng.random() < 0.4 else "")
+        low = name.lower()
+        if len(name) >= 3 and not any(t in low or low in t for t in tests):
+            return name.capitalize()
+
+
+def train_items(cfg: HandoffTrainConfig, level: str, step: int) -> list[th.HandoffItem]:
+    """The hand-off items of training step `step`: the generator's train split and, with
+    `random_names`, that share of them with each person renamed (the same made-up name in shares and
+    question). Seeded by step alone, so the items a run trained on can be recounted."""
+    import re
+
+    items = th.make_items(level, cfg.batch_size, "train", seed=cfg.seed * 100003 + step)
+    if cfg.random_names <= 0:
+        return items
+    rng = random.Random(f"handoff-names-{cfg.seed}-{step}")
+    pattern = re.compile(r"\b(" + "|".join(th.TRAIN_NAMES) + r")\b")
+    out = []
+    for it in items:
+        if rng.random() >= cfg.random_names:
+            out.append(it)
+            continue
+        names: dict[str, str] = {}
+        for n in dict.fromkeys(pattern.findall(" ".join(it.shares) + " " + it.question)):
+            new = made_up_name(rng)
+            while new in names.values():  # two people never share a made-up name
+                new = made_up_name(rng)
+            names[n] = new
+
+        def sub(text: str, names=names) -> str:
+            return pattern.sub(lambda m: names[m.group(1)], text)
+
+        out.append(th.HandoffItem(it.id, [sub(x) for x in it.shares], sub(it.question), it.answer))
+    return out
+
+
+def arith_stream(cfg: HandoffTrainConfig) -> list:
+    """The solver SFT problems of a run: signature-disjoint from the evaluated arith problems and, with
+    `arith_skip_test_sums`, free of any line that adds two of the hand-off test split's sum values (so no
+    sum test item's working line is ever a training line)."""
+    from eval.arith_data import signature_disjoint_train, solution_signature
+
+    n = cfg.steps * cfg.batch_size
+    if cfg.arith_frac <= 0:
+        return []
+    if not cfg.arith_skip_test_sums:
+        return signature_disjoint_train(n, cfg.seed)
+    test = set(th.values("test", 10, 49))
+    pool = signature_disjoint_train(2 * n + 64, cfg.seed)
+    keep = [
+        p
+        for p in pool
+        if not any(op == "+" and a in test and b in test for a, op, b, _ in solution_signature(p))
+    ]
+    return keep[:n]
 
 
 def prepare(cfg: HandoffTrainConfig, lm: LatentModel):
@@ -266,7 +401,7 @@ def train(
     cfg: HandoffTrainConfig, lm: LatentModel, save_to: str | Path | None = None
 ) -> tuple[object, list[dict], float]:
     """The training loop (AdamW, warmup + cosine); returns the trained model, the log and wall seconds."""
-    from eval.arith_data import signature_disjoint_train, to_messages
+    from eval.arith_data import to_messages
 
     torch.manual_seed(cfg.seed)
     rng = random.Random(cfg.seed)
@@ -275,7 +410,7 @@ def train(
     base_lrs = [g["lr"] for g in groups]
     prompts = PromptSet.load(PROMPT_SET)
     tok = lm.tokenizer
-    arith = signature_disjoint_train(cfg.steps * cfg.batch_size, cfg.seed) if cfg.arith_frac > 0 else []
+    arith = arith_stream(cfg)
     log, t0, kinds, n_latent = [], time.perf_counter(), {}, 0
     lm.model.train()
     for step in range(cfg.steps):
@@ -285,7 +420,8 @@ def train(
             g["lr"] = lr * warm * 0.5 * (1 + math.cos(math.pi * prog))
         text_p = max(cfg.text_floor, 1 - (1 - cfg.text_floor) * prog / max(cfg.text_until, 1e-9))
         level = cfg.levels[step % len(cfg.levels)]
-        items = th.make_items(level, cfg.batch_size, "train", seed=cfg.seed * 100003 + step)
+        items = train_items(cfg, level, step)
+        working, relevance = level in cfg.working_levels, cfg.relevance_notes
         u = rng.random()
         if arith and u < cfg.arith_frac:
             kind = "arith"
@@ -294,17 +430,19 @@ def train(
             parts = {}
         elif u < cfg.arith_frac + (1 - cfg.arith_frac) * text_p:
             kind, parts = "text", {}
-            loss = sft_loss(lm, text_seqs(tok, prompts, items, rng))
+            loss = sft_loss(lm, text_seqs(tok, prompts, items, rng, working, relevance))
         elif u < cfg.arith_frac + (1 - cfg.arith_frac) * (text_p + cfg.oracle_frac):
             kind, parts = "oracle", {}
-            loss = sft_loss(lm, oracle_seqs(tok, prompts, items))
+            loss = sft_loss(lm, oracle_seqs(tok, prompts, items, working))
         else:
-            kind = "latent"
             n_latent += 1
             with_random = n_latent % cfg.anti_random_every == 0
+            edge = "kv" if cfg.kv_frac > 0 and rng.random() < cfg.kv_frac else "latent"
+            kind = "latent_kv" if edge == "kv" else "latent"
             loss, parts = latent_loss(
-                lm, items, cfg.k_at(prog), cfg.anti_weight, cfg.seed + step, with_random, cfg.note_weight
-            )
+                lm, items, cfg.k_at(prog), cfg.anti_weight, cfg.seed + step, with_random, cfg.note_weight,
+                edge=edge, working=working, relevance=relevance,
+            )  # fmt: skip
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_([p for g in groups for p in g["params"]], 1.0)

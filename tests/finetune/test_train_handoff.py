@@ -1,11 +1,27 @@
 """Hand-off training: gradients reach the LoRA and the aligner through the thoughts; a saved model
-reloads to identical thoughts; the training loop applies the thought-note term it is configured with; arith training items are signature-disjoint from evaluated ones."""
+reloads to identical thoughts; the training loop applies the thought-note term it is configured with; arith training items are signature-disjoint from evaluated ones; the options that are off by default (kv
+edges, working in the answer, relevance notes, arith without test sums, made-up names) reach the batches."""
+
+import re
 
 import torch
 
 import eval.arith_data as ad
 from eval import tasks_handoff as th
-from finetune.train_handoff import HandoffTrainConfig, latent_loss, latent_state, prepare, save_model, train
+from finetune.train_handoff import (
+    IRRELEVANT_NOTE,
+    HandoffTrainConfig,
+    answer_target,
+    arith_stream,
+    holder_note,
+    latent_loss,
+    latent_state,
+    prepare,
+    save_model,
+    sft_loss,
+    train,
+    train_items,
+)
 from latent import load_model
 
 
@@ -73,3 +89,119 @@ def test_the_training_loop_applies_the_thought_note_term(llama):
 
     assert all("note" in e for e in run(1.0))
     assert not any("note" in e for e in run(0.0))
+
+
+_REAL_LOSSES = (sft_loss, latent_loss)
+
+
+def _train_capturing(llama, monkeypatch, **over):
+    """Run `train` on the tiny model for a few steps and record what each batch was trained on: the
+    decoded targets of text/oracle batches and the keyword options of latent batches."""
+    import finetune.train_handoff as trh
+
+    seen = {"targets": [], "latent": []}
+    tok = load_model(llama.model.name_or_path).tokenizer
+
+    def sft(lm, seqs, state=None):
+        for ids, labels in seqs:
+            seen["targets"].append(tok.decode([t for t, y in zip(ids, labels) if y != trh.IGNORE]))
+        return real_sft(lm, seqs, state)
+
+    def latent(*args, **kw):
+        seen["latent"].append(kw)
+        return real_latent(*args, **kw)
+
+    real_sft, real_latent = _REAL_LOSSES  # not the module's: an earlier call's wrappers may still be there
+    monkeypatch.setattr(trh, "sft_loss", sft)
+    monkeypatch.setattr(trh, "latent_loss", latent)
+    base = dict(
+        steps=4, batch_size=4, latent_steps=2, k_schedule=[2], text_floor=0.0, oracle_frac=0.0,
+        anti_weight=0.5, note_weight=1.0, log_every=1, seed=1,
+    )  # fmt: skip
+    cfg = HandoffTrainConfig(**(base | over))
+    _, log, _ = train(cfg, load_model(llama.model.name_or_path))
+    return seen, log
+
+
+def test_kv_frac_runs_latent_batches_on_kv_edges(llama, monkeypatch):
+    """`kv_frac=1` trains every latent batch on kv edges (the answerer reads the holders' prompts and
+    thoughts, as the latent_kv row does); the default keeps thought-only edges."""
+    on, log_on = _train_capturing(llama, monkeypatch, levels=["relay"], text_until=1e-6, kv_frac=1.0)
+    off, log_off = _train_capturing(llama, monkeypatch, levels=["relay"], text_until=1e-6)
+    assert on["latent"] and all(kw["edge"] == "kv" for kw in on["latent"])
+    assert any("loss_latent_kv" in e for e in log_on) and not any("loss_latent" in e for e in log_on)
+    assert off["latent"] and all(kw["edge"] == "latent" for kw in off["latent"])
+    # on kv edges the answerer's state holds each holder's prompt as well as its k thoughts
+    lm, _ = _trainable(llama)
+    items = th.make_items("pick", 2, "train", seed=2)
+    assert latent_state(lm, items, k=3, edge="kv")[1].length > 2 * 3
+
+
+def test_working_levels_show_the_addition_in_the_answer_targets(llama, monkeypatch):
+    """With `working_levels=["sum"]` the sum answers are trained as "a + b = s." then the box, in text
+    and latent batches alike; without it, the box alone."""
+    on, _ = _train_capturing(llama, monkeypatch, levels=["sum"], text_until=1.0, working_levels=["sum"])
+    off, _ = _train_capturing(llama, monkeypatch, levels=["sum"], text_until=1.0)
+    answers_on = [t for t in on["targets"] if "boxed" in t]
+    answers_off = [t for t in off["targets"] if "boxed" in t]
+    assert answers_on and all(re.search(r"\d+ \+ \d+ = \d+\.", t) for t in answers_on)
+    assert answers_off and not any("+" in t for t in answers_off)
+    lat, _ = _train_capturing(llama, monkeypatch, levels=["sum"], text_until=1e-6, working_levels=["sum"])
+    assert lat["latent"] and all(kw["working"] for kw in lat["latent"])
+    (it,) = th.make_items("sum", 1, "train", seed=3)
+    a, b = (re.findall(r"\d+", s)[-1] for s in it.shares)
+    assert answer_target(it, True) == f"{a} + {b} = {it.answer}.\n\\boxed{{{it.answer}}}"
+
+
+def test_relevance_notes_send_a_dash_for_the_share_nobody_asked_about(llama, monkeypatch):
+    """With `relevance_notes` a pick holder whose person the question does not name is trained to hand
+    on "-" (text and thought-note targets); without it every holder repeats its share."""
+    on, _ = _train_capturing(
+        llama, monkeypatch, levels=["pick"], text_until=1.0, relevance_notes=True, steps=8
+    )
+    off, _ = _train_capturing(llama, monkeypatch, levels=["pick"], text_until=1.0, steps=8)
+    holder_targets = [t for t in on["targets"] if "boxed" not in t]
+    assert any(t.startswith(IRRELEVANT_NOTE) for t in holder_targets)
+    assert not any(t.startswith(IRRELEVANT_NOTE) for t in off["targets"])
+    lat, _ = _train_capturing(llama, monkeypatch, levels=["pick"], text_until=1e-6, relevance_notes=True)
+    assert lat["latent"] and all(kw["relevance"] for kw in lat["latent"])
+    (it,) = th.make_items("pick", 1, "train", seed=4)
+    notes = [holder_note(s, it.question, True) for s in it.shares]
+    assert sorted(n == IRRELEVANT_NOTE for n in notes) == [False, True] and it.answer in "".join(notes)
+
+
+def test_arith_skip_test_sums_drops_every_addition_of_two_test_values():
+    """`arith_skip_test_sums` keeps no arith problem with a line adding two hand-off test-split sum
+    values (the working line of a sum test item); the unfiltered stream has such lines."""
+    test = set(th.values("test", 10, 49))
+
+    def adds_test_pair(p):
+        return any(op == "+" and a in test and b in test for a, op, b, _ in ad.solution_signature(p))
+
+    cfg = dict(steps=200, batch_size=16, arith_frac=0.1)
+    kept = arith_stream(HandoffTrainConfig(**cfg, arith_skip_test_sums=True))
+    raw = arith_stream(HandoffTrainConfig(**cfg))
+    assert len(kept) == len(raw) == 200 * 16
+    assert not any(adds_test_pair(p) for p in kept) and any(adds_test_pair(p) for p in raw)
+
+
+def test_random_names_rename_training_people_and_never_use_a_test_name(llama, monkeypatch):
+    """`random_names=1` trains on made-up names (holder notes carry them; one may happen to spell a
+    training name, never a test-split name or a near one); the default trains on the generator's items
+    unchanged."""
+    names_re = re.compile(r"\b(" + "|".join(th.TRAIN_NAMES) + r")\b")
+    on, _ = _train_capturing(llama, monkeypatch, levels=["relay"], text_until=1.0, random_names=1.0, steps=6)
+    off, _ = _train_capturing(llama, monkeypatch, levels=["relay"], text_until=1.0, steps=6)
+    notes_on = [t for t in on["targets"] if "boxed" not in t]
+    notes_off = [t for t in off["targets"] if "boxed" not in t]
+    assert notes_on and sum(bool(names_re.search(t)) for t in notes_on) < len(notes_on) / 4
+    assert notes_off and all(names_re.search(t) for t in notes_off)
+    cfg = HandoffTrainConfig(random_names=1.0, batch_size=64)
+    tests = [n.lower() for n in th.TEST_NAMES]
+    items = [it for step in range(20) for it in train_items(cfg, "pick", step)]
+    for it in items:
+        text = (" ".join(it.shares) + " " + it.question).lower()
+        assert not any(t in word or word in t for word in re.findall(r"[a-z]+(?=')", text) for t in tests)
+    assert sum(bool(names_re.search(" ".join(it.shares) + it.question)) for it in items) < len(items) / 20
+    plain = HandoffTrainConfig(batch_size=8)
+    assert train_items(plain, "sum", 5) == th.make_items("sum", 8, "train", seed=5)

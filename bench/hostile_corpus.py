@@ -74,5 +74,35 @@ def corpus() -> list[tuple[str, Item, str]]:
             "def f(x):\n    return int('7' * 3_000_000)\n```",
         ),
     ]
+    m += [
+        ("answer + 1.5k newlines (cubic phrase scan)", "answer" + "\n" * 1_500),
+        ("answer + 190k newlines", "answer" + "\n" * 190_000),
+        ("boxed 190k minus signs", "\\boxed{" + "-" * 190_000 + "1}"),
+        ("24k nested boxes", "\\boxed{" * 24_000 + "1" + "}" * 24_000),
+        ("28k '#### x' lines", "#### x\n" * 28_000),
+        ("boxed 12 or 13, 100k", "\\boxed{" + "12 or 13 " * 20_000 + "}"),
+        ("boxed 99!!", "\\boxed{99!!}"),
+        ("boxed binom(99999, 50000)", "\\boxed{\\binom{99999}{50000}}"),
+        ("boxed Gamma(10000)", "\\boxed{\\Gamma(10000)}"),
+        ("boxed (x+1)^999", "\\boxed{(x+1)^{999}}"),
+        ("boxed 9^999^999", "\\boxed{9^{999}^{999}}"),
+        ("boxed 15 nested roots", "\\boxed{" + "\\sqrt{" * 15 + "2" + "}" * 15 + "}"),
+        ("1 MB of '#### x' (over the size limit)", "#### x\n" * 150_000),
+        ("3 MB of digits", "12 " * 1_000_000),
+    ]
+    c += [
+        ("'it is B ' x 25k", "it is B " * 25_000),
+        ("'I pick B. ' x 20k", "I pick B. " * 20_000),
+        ("'Options A, C and D are incorrect. ' x 5k", "Options A, C and D are incorrect. " * 5_000),
+        ("'B\\n' x 99k", "B\n" * 99_000),
+        ("'answer:' x 28k", "answer:" * 28_000),
+        ("'A or B ' x 28k", "A or B " * 28_000),
+        ("3 MB of 'it is B' (over the size limit)", ("it is B" + " " * 93) * 30_000),
+    ]
+    k += [
+        ("code: 199k of 'def f' lines", "def f(x):\n" * 19_900),
+        ("code: 100k fences", "```python\nx\n```\n" * 10_000),
+        ("code: 12 MB no fence", "def f(x):\n" + "    x\n" * 2_000_000),
+    ]
     out = [(n, MATH, t) for n, t in m] + [("sym " + n, MATH_SYM, t) for n, t in m if "boxed" in n]
     return out + [(n, MC, t) for n, t in c] + [(n, CODE, t) for n, t in k]

@@ -303,3 +303,34 @@ def test_files_beside_the_interpreter_and_under_usr_share_are_not_shown():
     finally:
         for sub in planted:
             shutil.rmtree(sub, ignore_errors=True)
+
+
+PLUS_MORE = {
+    "zip via globals()": "globals()['z' + 'ip'] = lambda *a: iter(())\n",
+    "enumerate on builtins": "import builtins\nbuiltins.enumerate = lambda *a: iter(())\n",
+    "builtins dict edit": "import builtins\nvars(builtins).update(zip=lambda *a: iter(()), enumerate=lambda *a: iter(()))\n",
+    "assertion via exec": "exec('def assertion(*a):\\n    return None', globals())\n",
+    "numpy in sys.modules": "import sys, types\nm = types.ModuleType('numpy')\nm.allclose = lambda *a, **k: True\nsys.modules['numpy'] = m\n",
+    "results and inputs": "inputs = []\nresults = []\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(PLUS_MORE))
+def test_evalplus_layout_more_shadowing(name):
+    """More ways to reach `zip`, `enumerate`, `assertion` or numpy of a HumanEval+/MBPP+ test loop."""
+    pytest.importorskip("numpy", reason="the Plus tests compare floats with numpy")
+    v = judge_code(PLUS_WRONG + PLUS_MORE[name], PLUS_TESTS, "add", timeout=5)
+    assert not v.passed and v.tests_total == 3, (name, v)
+
+
+def test_the_code_redteam_bench_set_forges_nothing(he):
+    """Every attack of `bench/code_redteam.py` (42: shadowing, patched modules, lying values, exits,
+    signals, forged descriptors, /proc and file-system readers) scores wrong; none crashes the harness."""
+    from bench.code_redteam import ATTACKS, _code
+
+    for name, (key, body, trick) in ATTACKS.items():
+        if name == "SIGSTOP the judge":
+            continue  # waits out the judge's whole time limit; in the bench table
+        res = _run(he[key], _code(he[key], body, trick))
+        assert not res.correct, (name, res)
+        assert not res.detail.startswith(("scoring failed", "judge error")), (name, res)

@@ -76,11 +76,11 @@ def corpus() -> list[tuple[str, Item, str]]:
     ]
     m += [
         ("answer + 1.5k newlines (cubic phrase scan)", "answer" + "\n" * 1_500),
-        ("answer + 190k newlines", "answer" + "\n" * 190_000),
-        ("boxed 190k minus signs", "\\boxed{" + "-" * 190_000 + "1}"),
-        ("24k nested boxes", "\\boxed{" * 24_000 + "1" + "}" * 24_000),
-        ("28k '#### x' lines", "#### x\n" * 28_000),
-        ("boxed 12 or 13, 100k", "\\boxed{" + "12 or 13 " * 20_000 + "}"),
+        ("answer + 99k newlines", "answer" + "\n" * 99_000),
+        ("boxed 99k minus signs", "\\boxed{" + "-" * 99_000 + "1}"),
+        ("12k nested boxes", "\\boxed{" * 12_000 + "1" + "}" * 12_000),
+        ("14k '#### x' lines", "#### x\n" * 14_000),
+        ("boxed 12 or 13, 99k", "\\boxed{" + "12 or 13 " * 11_000 + "}"),
         ("boxed 99!!", "\\boxed{99!!}"),
         ("boxed binom(99999, 50000)", "\\boxed{\\binom{99999}{50000}}"),
         ("boxed Gamma(10000)", "\\boxed{\\Gamma(10000)}"),
@@ -91,17 +91,17 @@ def corpus() -> list[tuple[str, Item, str]]:
         ("3 MB of digits", "12 " * 1_000_000),
     ]
     c += [
-        ("'it is B ' x 25k", "it is B " * 25_000),
-        ("'I pick B. ' x 20k", "I pick B. " * 20_000),
-        ("'Options A, C and D are incorrect. ' x 5k", "Options A, C and D are incorrect. " * 5_000),
-        ("'B\\n' x 99k", "B\n" * 99_000),
-        ("'answer:' x 28k", "answer:" * 28_000),
-        ("'A or B ' x 28k", "A or B " * 28_000),
+        ("'it is B ' x 12k", "it is B " * 12_400),
+        ("'I pick B. ' x 10k", "I pick B. " * 9_900),
+        ("'Options A, C and D are incorrect. ' x 2.9k", "Options A, C and D are incorrect. " * 2_900),
+        ("'B\\n' x 49k", "B\n" * 49_900),
+        ("'answer:' x 14k", "answer:" * 14_000),
+        ("'A or B ' x 14k", "A or B " * 14_000),
         ("3 MB of 'it is B' (over the size limit)", ("it is B" + " " * 93) * 30_000),
     ]
     k += [
-        ("code: 199k of 'def f' lines", "def f(x):\n" * 19_900),
-        ("code: 100k fences", "```python\nx\n```\n" * 10_000),
+        ("code: 99k of 'def f' lines", "def f(x):\n" * 9_900),
+        ("code: 6k fences", "```python\nx\n```\n" * 6_000),
         ("code: 12 MB no fence", "def f(x):\n" + "    x\n" * 2_000_000),
     ]
     out = [(n, MATH, t) for n, t in m] + [("sym " + n, MATH_SYM, t) for n, t in m if "boxed" in n]

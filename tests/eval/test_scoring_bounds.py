@@ -133,12 +133,18 @@ def test_infinite_or_absurd_limits_raise_value_error(kwargs, name):
 
 def test_python_in_an_answer_never_reaches_the_symbolic_parser(tmp_path):
     target = tmp_path / "ran"
+    code = list(f"__import__('os').system('touch {target}')".encode())
     for text in (
         f"\\boxed{{__import__('os').system('touch {target}')}}",
         f'\\boxed{{open("{target}", "w")}}',
+        f"\\boxed{{eval(bytes({code}).decode())}}".replace(" ", ""),  # no quotes, no dunder
     ):
         s = score(CASES[0][1], text)
         assert not s.correct and not target.exists(), (text, s)
+    from eval.scoring import _symbolic_safe
+
+    # math_verify does not evaluate this today; a Python call never reaches it in case a parser would
+    assert not _symbolic_safe("eval(bytes([49,43,49]).decode())") and _symbolic_safe("\\frac{1}{\\sqrt{2}}")
 
 
 # --------------------------------------------------------------------------- scans that were super-linear

@@ -6,8 +6,9 @@ a wrong body for a real HumanEval item plus a trick at module level (shadowed bu
 helpers, patched modules, lying return values, BaseException and exits, killing or stopping the judge,
 forged replies and verdicts on every descriptor, reading /proc and the whole visible file system). A
 row is "forged" when the wrong solution scores correct, a "crash" when `score()` raises or reports
-a judge or scoring failure. Leftovers are compared before and after the whole set: files in the
-shared temporary directories, processes of the sandbox's uids, SysV IPC objects. The right
+a judge or scoring failure. Leftovers are compared before and after the whole set: entries of the
+shared temporary directories owned by a sandbox uid (or a run's work directory), processes of the
+sandbox's uids, SysV IPC objects. The right
 solutions with the same tricks must still pass.
 """
 
@@ -270,9 +271,24 @@ def _code(item, body: str, trick: str) -> str:
     return item.meta["prompt"] + textwrap.indent(_DEDENT(body), "    ") + "\n" + trick
 
 
+def _sandbox_owned(d: str) -> set[str]:
+    """Entries of `d` a sandbox run made: owned by a sandbox uid, or a run's own work directory (other
+    processes of the machine may create files there meanwhile; those are not the sandbox's)."""
+    found = set()
+    for name in os.listdir(d):
+        try:
+            uid = os.lstat(os.path.join(d, name)).st_uid
+        except OSError:
+            continue
+        if SANDBOX_UID_BASE <= uid < SANDBOX_UID_BASE + SANDBOX_UID_SLOTS or name.startswith("lw-sandbox"):
+            found.add(name)
+    return found
+
+
 def leftovers() -> dict:
     """What a run could leave behind on the host, to compare before and after."""
-    files = {d: set(os.listdir(d)) for d in ("/tmp", "/var/tmp", "/dev/shm", "/run") if os.path.isdir(d)}
+    dirs = ("/tmp", "/var/tmp", "/dev/shm", "/run", "/run/lock")
+    files = {d: _sandbox_owned(d) for d in dirs if os.path.isdir(d)}
     procs = sum(len(pids_of_uid(SANDBOX_UID_BASE + s)) for s in range(SANDBOX_UID_SLOTS))
     ipc = {}
     for kind in ("shm", "sem", "msg"):
@@ -286,7 +302,6 @@ def leftovers() -> dict:
 
 def _diff(before: dict, after: dict) -> list[str]:
     out = [f"{d}/{n}" for d, names in after["files"].items() for n in names - before["files"].get(d, set())]
-    out = [p for p in out if "lw-sandbox" in p or not p.startswith("/tmp/pytest")]
     if after["procs"]:
         out.append(f"{after['procs']} sandbox process(es)")
     out += [f"SysV {k}" for k, v in after["ipc"].items() if v is not None and v > (before["ipc"][k] or 0)]

@@ -261,18 +261,18 @@ def extract_math_answer(text: str, last_number_when_cut_off: bool = False) -> tu
         if _numeric(h):
             return h, "####"
     phrases = list(_ANSWER_PHRASE_RE.finditer(text))
-    negated_until = 0
+    negated = (0, 0)  # the negated sentence of the last phrase, whose numbers are no fallback
     if phrases:
         ans, how = _phrase_answer(phrases[-1].group(1))
         if how == "hedged":
             return None, "hedged between two answers"
         if ans is not None:
             return ans, how
-        if how == "negated":  # "The answer is not 12.": 12 is no fallback, a number after the sentence is
+        if how == "negated":  # "The answer is not 12.": 12 is no fallback; a number outside the sentence is
             end = _SENTENCE_END_RE.search(text, phrases[-1].start(1))
-            negated_until = end.end() if end else len(text)
+            negated = (phrases[-1].start(), end.end() if end else len(text))
     last = _last_number(text)
-    if last and last.start() < negated_until:
+    if last and negated[0] <= last.start() < negated[1]:
         return None, "negated"
     if last and last_number_when_cut_off is False and _CUT_OFF_RE.search(text[-200:]):
         return None, "cut off mid-sentence"
@@ -483,6 +483,9 @@ def _math_verify_equal(pred: str, gold: str) -> bool | None:
     return symbolic_equal(pred, gold)
 
 
+_COLLECTION_RE = re.compile(r"\[.*\]|\\?\{.*\\?\}", re.DOTALL)
+
+
 def math_equal(pred: str | None, gold: str) -> bool:
     """True if `pred` and `gold` are the same answer: exact rationals first, then `math_verify`."""
     if pred is None:
@@ -492,6 +495,8 @@ def math_equal(pred: str | None, gold: str) -> bool:
         return p == g
     if _text_norm(pred) == _text_norm(gold):
         return True
+    if g is not None and _COLLECTION_RE.fullmatch(_text_norm(pred)):
+        return False  # a list or set ("[12]", "\\{12\\}") is not the number 12, whatever math_verify says
     verdict = _math_verify_equal(pred, gold)
     return bool(verdict)
 

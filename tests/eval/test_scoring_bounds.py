@@ -195,11 +195,14 @@ def test_a_commitment_reads_a_window_not_the_rest_of_the_text(monkeypatch):
     [
         ("The answer is not 12.", "12", False),  # the negated value is no last-number fallback
         ("The answer isn't obvious. After checking every case we get 12.", "12", True),
+        ("The answer is 12.\n\nThe answer is not given in the question.", "12", True),  # no number negated
         ("\\boxed{12 \\text{ or } 13}", "12", False),  # "or 13" is no unit
         ("\\boxed{12 and 13}", "12", False),
         ("\\boxed{\\text{12 or 13}}", "12", False),
         ("\\boxed{12 or more}", "12", False),
         ("\\boxed{1 2}", "12", False),  # two numbers, not 12
+        ("\\boxed{[12]}", "12", False),  # a list is not the number (math_verify says equal)
+        ("\\boxed{\\{12\\}}", "12", False),  # nor is a set
         ("\\boxed{1 000}", "1000", True),  # spaces between thousands
         ("\\boxed{12}\n\nActually, the answer is 13.", "12", False),  # the last commitment wins
         ("\\boxed{12}. So the answer is 12 apples.", "12", True),

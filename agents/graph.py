@@ -174,6 +174,8 @@ class Graph:
                 spec = json.loads(text)
         except ValueError as err:  # json.JSONDecodeError
             raise ValueError(f"graph file {path} is not valid JSON: {err}. Fix the file.") from None
+        except RecursionError:  # nesting past the parser's depth, JSON or YAML
+            raise ValueError(f"graph file {path} is nested too deeply to read. Fix the file.") from None
         except Exception as err:  # yaml.YAMLError
             first = str(err).splitlines()[0] if str(err) else type(err).__name__
             raise ValueError(f"graph file {path} is not valid YAML ({first}). Fix the file.") from None

@@ -74,5 +74,35 @@ def corpus() -> list[tuple[str, Item, str]]:
             "def f(x):\n    return int('7' * 3_000_000)\n```",
         ),
     ]
+    m += [
+        ("answer + 1.5k newlines (cubic phrase scan)", "answer" + "\n" * 1_500),
+        ("answer + 99k newlines", "answer" + "\n" * 99_000),
+        ("boxed 99k minus signs", "\\boxed{" + "-" * 99_000 + "1}"),
+        ("12k nested boxes", "\\boxed{" * 12_000 + "1" + "}" * 12_000),
+        ("14k '#### x' lines", "#### x\n" * 14_000),
+        ("boxed 12 or 13, 99k", "\\boxed{" + "12 or 13 " * 11_000 + "}"),
+        ("boxed 99!!", "\\boxed{99!!}"),
+        ("boxed binom(99999, 50000)", "\\boxed{\\binom{99999}{50000}}"),
+        ("boxed Gamma(10000)", "\\boxed{\\Gamma(10000)}"),
+        ("boxed (x+1)^999", "\\boxed{(x+1)^{999}}"),
+        ("boxed 9^999^999", "\\boxed{9^{999}^{999}}"),
+        ("boxed 15 nested roots", "\\boxed{" + "\\sqrt{" * 15 + "2" + "}" * 15 + "}"),
+        ("1 MB of '#### x' (over the size limit)", "#### x\n" * 150_000),
+        ("3 MB of digits", "12 " * 1_000_000),
+    ]
+    c += [
+        ("'it is B ' x 12k", "it is B " * 12_400),
+        ("'I pick B. ' x 10k", "I pick B. " * 9_900),
+        ("'Options A, C and D are incorrect. ' x 2.9k", "Options A, C and D are incorrect. " * 2_900),
+        ("'B\\n' x 49k", "B\n" * 49_900),
+        ("'answer:' x 14k", "answer:" * 14_000),
+        ("'A or B ' x 14k", "A or B " * 14_000),
+        ("3 MB of 'it is B' (over the size limit)", ("it is B" + " " * 93) * 30_000),
+    ]
+    k += [
+        ("code: 99k of 'def f' lines", "def f(x):\n" * 9_900),
+        ("code: 6k fences", "```python\nx\n```\n" * 6_000),
+        ("code: 12 MB no fence", "def f(x):\n" + "    x\n" * 2_000_000),
+    ]
     out = [(n, MATH, t) for n, t in m] + [("sym " + n, MATH_SYM, t) for n, t in m if "boxed" in n]
     return out + [(n, MC, t) for n, t in c] + [(n, CODE, t) for n, t in k]

@@ -24,7 +24,7 @@ _COMMIT_RE = re.compile(
     r"|(?:the\s++)?best(?:\s++(?:one|fit|match|option|choice))?\s++(?:is|would\s++be)"
     r"|(?:correct|right)\s++one\s++is"
     r"|(?:go|going)\s++with|opt\s++for"
-    r"|\b(?:choose|pick|select|chose|picked|selected)"
+    r"|\b(?:choose|pick|select|chose|picked|selected|guess)"
     r"|\b(?:it|this|that)\s++(?:is|must\s++be|has\s++to\s++be|would\s++be|should\s++be)|\bit['’]s"
     r"|\bmust\s++be",
     re.IGNORECASE,
@@ -39,8 +39,10 @@ _HEDGE_RE = re.compile(
     re.IGNORECASE,
 )
 # A letter followed by a verdict against it is a rejection, not a commitment ("Option A is incorrect").
+# A list of letters shares the verdict: "Options A, C and D are incorrect" rejects A too.
 _REJECTED_AFTER_RE = re.compile(
-    r"[\s)\]*:]*(?:(?:is|was|seems|looks|appears|would\s+be|must\s+be|can\s+be)\s+)?"
+    r"(?:[\s)\]*]*+(?:,|/|&|\band\b|\bor\b|\bnor\b)\s*+[(\[]?[A-Za-z](?![A-Za-z]))*+"
+    r"[\s)\]*:]*(?:(?:is|are|was|were|seems|seem|looks|look|appears|appear|would\s+be|must\s+be|can\s+be)\s+)?"
     r"(?:not\b|n['’]t\b|incorrect|wrong|false\b|invalid|unlikely|impossible|ruled\s+out|eliminated|excluded)",
     re.IGNORECASE,
 )
@@ -48,7 +50,7 @@ _REJECTED_AFTER_RE = re.compile(
 
 def rejected(text: str, end: int) -> bool:
     """Whether the option letter ending at `end` is followed by a verdict against it."""
-    return _REJECTED_AFTER_RE.match(text[end : end + 60]) is not None
+    return _REJECTED_AFTER_RE.match(text[end : end + 80]) is not None
 
 
 # Words after a bare capital "A" (or "I") that make it an option ("A is correct") rather than prose ("A lot").
@@ -77,10 +79,14 @@ def _is_prose(letter: str, marked: bool, after: str) -> bool:
     return False
 
 
+_PROSE_WINDOW = 64  # what `_is_prose` reads after a letter: a space and one word
+
+
 def _token_letter(m: re.Match, text: str, valid: str, prefix: str = "") -> str | None:
     letter = m.group(prefix + "letter")
     marked = bool(m.group(prefix + "open") or m.group(prefix + "close"))
-    if _is_prose(letter, marked, text[m.end() :]):
+    # a window, not `text[m.end():]`: a copy of the rest of the text per commitment was quadratic
+    if _is_prose(letter, marked, text[m.end() : m.end() + _PROSE_WINDOW]):
         return None
     return letter.upper() if letter.upper() in valid else None
 
@@ -139,9 +145,20 @@ def _commitments(text: str, valid: str) -> list[tuple[int, str]]:
     return found
 
 
+def _last_lines(text: str, k: int) -> list[tuple[int, str]]:
+    """(start, line) of the last `k` non-blank lines, found from the end (not a list of every line)."""
+    out, end = [], len(text)
+    while end > 0 and len(out) < k:
+        start = text.rfind("\n", 0, end) + 1
+        if text[start:end].strip():
+            out.append((start, text[start:end]))
+        end = start - 1
+    return out[::-1]
+
+
 def _tail_letter_lines(text: str, valid: str) -> list[tuple[int, str | None]]:
-    lines = [(m.start(), m.group(0)) for m in re.finditer(r"[^\n]+", text) if m.group(0).strip()]
-    return [(pos, None if _line_rejects(line) else letter_only(line, valid)) for pos, line in lines[-3:]]
+    lines = _last_lines(text, 3)
+    return [(pos, None if _line_rejects(line) else letter_only(line, valid)) for pos, line in lines]
 
 
 def _line_rejects(line: str) -> bool:
@@ -187,20 +204,27 @@ def _last_sentence_option(text: str, choices: list[str] | None) -> str | None:
 
 
 def extract_choice(
-    text: str, choices: list[str] | None, boxed: str | None = None, sentence_fallback: bool = True
+    text: str,
+    choices: list[str] | None,
+    boxed: str | None = None,
+    boxed_end: int | None = None,
+    sentence_fallback: bool = True,
 ) -> str | None:
     """The option letter ("A".."Z", upper case) a response commits to, or None (see the module docstring).
 
     Only letters within the number of `choices` (A-E when unknown) count. `boxed` is the response's
-    last non-empty `\\boxed{}` content, if any. `sentence_fallback=False` turns off the last rule
+    last non-empty `\\boxed{}` content, if any, ending at `boxed_end`: a commitment phrase after the
+    box wins over it (the last commitment wins). `sentence_fallback=False` turns off the last rule
     (an option's text named by the last sentence), for comparisons.
     """
     valid = letters_for(choices)
+    commitments = _commitments(text, valid)
     if boxed is not None:
         got = letter_only(boxed, valid) or match_option_text(boxed, choices)
-        if got:
+        later = boxed_end is not None and any(pos >= boxed_end for pos, _ in commitments)
+        if got and not later:
             return got
-    candidates = _commitments(text, valid) + _final_line_letters(text, valid)
+    candidates = commitments + _final_line_letters(text, valid)
     if candidates:
         pos, letter = max(candidates)
         return None if _last_hedge(text, valid) >= pos else letter

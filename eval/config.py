@@ -28,6 +28,7 @@ RUN_IDENTITY_FIELDS += ("prompts", "backend", "thoughts")
 MAX_LIMIT = 100_000
 MAX_NEW_TOKENS = 1_000_000
 MAX_LATENT_STEPS = 10_000
+MAX_INSPECT_LATENTS = 1_000
 
 
 def usable_cpus() -> int:
@@ -111,6 +112,9 @@ class EvalConfig:
         bad = [m for m in self.methods if m not in METHODS]
         if bad or not self.methods:
             problems.append(f"`methods` must be a non-empty subset of {METHODS}, got {self.methods}")
+        twice = sorted({m for m in self.methods if self.methods.count(m) > 1})
+        if twice and not bad:  # every item would be run and recorded twice per listed copy
+            problems.append(f"`methods` lists {', '.join(twice)} more than once; list each method once")
         if self.limit is not None and self.limit < 1:
             problems.append(f"`limit` must be >= 1 (empty selection), got {self.limit}")
         elif self.limit is not None and self.limit > MAX_LIMIT:
@@ -149,6 +153,11 @@ class EvalConfig:
             problems.append(
                 f"`latent_steps` must be <= {MAX_LATENT_STEPS:,}, got {run.latent_steps:,}; "
                 "pass a smaller --latent-steps"
+            )
+        if run.inspect_latents > MAX_INSPECT_LATENTS:
+            problems.append(
+                f"`inspect_latents` must be <= {MAX_INSPECT_LATENTS:,} (top tokens kept per thought), got "
+                f"{run.inspect_latents:,}; pass a smaller --inspect-latents"
             )
         for name in ("temperature", "top_p"):
             value = getattr(run, name)

@@ -26,7 +26,7 @@ def load_results(out: str | Path, problems: dict | None = None) -> list[dict]:
     ran twice), `unreadable` (how many lines were skipped) and `reasons` (why, with counts). A
     directory without one valid record is an error naming its files.
     """
-    from eval.run_records import RunExpectation, record_problem
+    from eval.run_records import RunExpectation, parse_line, record_problem
 
     out = Path(out)
     files = sorted(out.glob("results*.jsonl"))
@@ -39,11 +39,8 @@ def load_results(out: str | Path, problems: dict | None = None) -> list[dict]:
     reasons: dict[str, int] = {}
     for f in files:
         for line in f.read_text(errors="replace").splitlines():
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError:
-                r, why = None, "not JSON"
-            else:
+            r, why = parse_line(line)
+            if why is None:
                 why = record_problem(r, expect)
             if why is not None:
                 reasons[why] = reasons.get(why, 0) + 1

@@ -26,7 +26,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from eval.run_records import RunExpectation, record_problem, run_id_of
+from eval.run_records import (
+    RunExpectation,
+    checksum,
+    manifest_problem,
+    parse_line,
+    record_problem,
+    run_id_of,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -90,8 +97,12 @@ def read_manifest(path: Path) -> dict:
         raise RunStoreError(
             f"the run manifest {path} is damaged (not JSON: {err.msg} line {err.lineno}, column {err.colno}); {fix}"
         ) from None
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("identity"), dict):
-        raise RunStoreError(f"the run manifest {path} is damaged (no `identity` mapping); {fix}")
+    except (ValueError, RecursionError) as err:  # a huge integer, nesting past the parser's limit
+        why = "nested too deeply" if isinstance(err, RecursionError) else str(err)[:120]
+        raise RunStoreError(f"the run manifest {path} is damaged (not JSON: {why}); {fix}") from None
+    why = manifest_problem(manifest)
+    if why:
+        raise RunStoreError(f"the run manifest {path} is damaged ({why}); {fix}")
     return manifest
 
 
@@ -142,10 +153,9 @@ def _problem(raw: bytes, expect: RunExpectation | None) -> str | None:
     structure is checked (a JSON object with a string `item_id` and `method`)."""
     if not raw.endswith(b"\n"):
         return "torn line (no newline)"
-    try:
-        rec = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        return f"not JSON ({e.msg if hasattr(e, 'msg') else e})"
+    rec, why = parse_line(raw)
+    if why:
+        return why
     if expect is not None:
         return record_problem(rec, expect)
     if not isinstance(rec, dict):
@@ -176,6 +186,14 @@ def recover(path: Path, expect: RunExpectation | None = None) -> set[tuple[str, 
             duplicates += key in done
             done.add(key)
             good.append(raw)
+    foreign = sorted({b["reason"] for b in bad if b["reason"].startswith("record of another run")})
+    if foreign and not good:
+        # Every record names another run: the manifest beside them is the stranger, not the records.
+        raise RunStoreError(
+            f"none of the {len(bad)} line(s) of {path} belongs to the run in {path.parent / 'manifest.json'} "
+            f"({foreign[0]}): the manifest was replaced by another run's; restore this run's manifest.json, "
+            "or start over with --overwrite (its results are replaced), or choose a new --out directory"
+        )
     if duplicates:
         logger.warning("%s holds %d duplicate record(s); the report keeps the last of each", path, duplicates)
     if bad:
@@ -206,6 +224,36 @@ def recover(path: Path, expect: RunExpectation | None = None) -> set[tuple[str, 
             quarantine,
         )
     return done
+
+
+def check_belongs(path: Path, manifest_file: Path) -> None:
+    """Refuse (naming both files) a results file none of whose intact records is of the manifest's run.
+
+    A manifest copied in from another run would otherwise make every valid record look foreign:
+    all would be quarantined and rerun. Checked before anything is written; records of earlier
+    versions (no `run_id`) and damaged lines are left to the per-record checks.
+    """
+    path, manifest = Path(path), read_manifest(Path(manifest_file))
+    if not path.is_file() or manifest.get("record_format", 1) < 2:
+        return
+    run_id, others = run_id_of(manifest), set()
+    with open(path, "rb") as fh:
+        for raw in fh:
+            rec, why = parse_line(raw)
+            if why or not isinstance(rec, dict) or not isinstance(rec.get("run_id"), str):
+                continue
+            if rec.get("check") != checksum(rec):
+                continue
+            if rec["run_id"] == run_id:
+                return
+            others.add(rec["run_id"])
+    if others:
+        raise RunStoreError(
+            f"none of the records in {path} belongs to the run in {manifest_file} (they carry run id "
+            f"{sorted(others)[0]!r}, the manifest {run_id!r}): the manifest is another run's; restore this "
+            "run's manifest.json, or start over with --overwrite (its results are replaced), or choose a "
+            "new --out directory"
+        )
 
 
 # Locks taken by `read_done`, kept until this process's `open_for_append` (or `release`) of the same

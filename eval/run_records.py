@@ -85,6 +85,54 @@ class RunExpectation:
         )
 
 
+def parse_line(raw: bytes | str) -> tuple[object, str | None]:
+    """(the JSON value of one results line, None), or (None, why) when it is not JSON.
+
+    Never raises: besides malformed JSON and bad UTF-8, an integer of more than 4,300 digits (a
+    `ValueError`) and nesting deeper than the parser's recursion limit (a `RecursionError`) are
+    damage too.
+    """
+    try:
+        return json.loads(raw), None
+    except RecursionError:
+        return None, "not JSON (nested too deeply)"
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError, the int-to-str digit limit
+        return None, f"not JSON ({getattr(e, 'msg', None) or str(e)[:120]})"
+
+
+# Fields a manifest must have the type of, when present (what resume and report read).
+_MANIFEST_TYPES = {
+    "identity": dict,
+    "run_id": str,
+    "record_format": int,
+    "item_ids": list,
+    "task_name": str,
+    "graph_name": str,
+    "config": dict,
+    "resumes": list,
+    "model_fingerprint": str,
+    "created": str,
+}
+
+
+def manifest_problem(manifest: object) -> str | None:
+    """Why a parsed manifest cannot describe a run (a field of the wrong type), or None."""
+    if not isinstance(manifest, dict):
+        return f"not a JSON object but {type(manifest).__name__}"
+    if not isinstance(manifest.get("identity"), dict):
+        return "no `identity` mapping"
+    for key, typ in _MANIFEST_TYPES.items():
+        value = manifest.get(key)
+        if key in manifest and (not isinstance(value, typ) or isinstance(value, bool)):
+            return f"`{key}` is {type(value).__name__}, not {typ.__name__}"
+    if "item_ids" in manifest and not all(isinstance(i, str) for i in manifest["item_ids"]):
+        return "`item_ids` is not a list of strings"
+    run = manifest.get("config", {}).get("run")
+    if run is not None and not isinstance(run, dict):
+        return f"`config.run` is {type(run).__name__}, not dict"
+    return None
+
+
 def _number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 

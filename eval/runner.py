@@ -33,6 +33,7 @@ from agents.handoff import PROMPT_SET as HANDOFF_PROMPTS
 from eval.config import EvalConfig
 from eval.results_store import (
     RunStoreError,
+    check_belongs,
     check_resume,
     open_for_append,
     read_done,
@@ -99,6 +100,8 @@ def check_out_dir(cfg: EvalConfig) -> None:
     manifest_file = out / "manifest.json"
     if manifest_file.exists() and not cfg.overwrite:
         read_manifest(manifest_file)  # a damaged one is refused here, before the task or model loads
+        for results in sorted(out.glob("results*.jsonl")):
+            check_belongs(results, manifest_file)  # another run's manifest over these records
     if shard()[0] > 0 or manifest_file.exists():
         return
     results = sorted(p.name for p in out.glob("results*.jsonl")) if out.is_dir() else []

@@ -84,7 +84,12 @@ def _blocked_ancestor(path: str) -> str | None:
 
 
 PACKAGES_DIR = "/lw-packages"  # where allowed package directories appear inside the sandbox
-_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# What a solution needs of /usr: programs and shared libraries (and time zones), not /usr/share or
+# /usr/local, where data sets, documentation and other installs may live.
+_SYSTEM_DIRS = (
+    *("/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/libx32", "/usr/libexec"),
+    *("/usr/share/zoneinfo", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"),
+)
 _SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime")
 _DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 _DEV_LINKS = (
@@ -104,8 +109,8 @@ def root_fs_layout(python: str, packages: tuple[str, ...] = ()) -> dict:
     """What the run's own root filesystem holds: binds (host path -> path inside), symlinks, device
     nodes and masked directories.
 
-    The interpreter's prefix and the system libraries are bound read-only with every
-    site-packages/dist-packages directory in them hidden; each allowed package directory appears
+    The interpreter's directory, its prefix's lib/ and the system's programs and libraries are bound
+    read-only with every site-packages/dist-packages directory in them hidden; each allowed package directory appears
     as `/lw-packages/<name>`. Nothing else of the host exists inside: not the project, not a home
     directory, not a virtual environment, not a dataset or hub cache.
     """
@@ -118,12 +123,18 @@ def root_fs_layout(python: str, packages: tuple[str, ...] = ()) -> dict:
     binds += [(f, f) for f in _SYSTEM_FILES if os.path.exists(f) and not os.path.islink(f)]
     prefix = os.path.realpath(sys.base_prefix)
     covered = [dst for _, dst in binds]
-    roots = [prefix, os.path.dirname(python)]
+    # The interpreter's own directory and its prefix's lib/ (stdlib, libpython), not the whole prefix:
+    # a conda or pyenv root also holds other environments and package caches.
+    libs = [os.path.join(prefix, d) for d in ("lib", "lib64")]
+    symlinks += [(d, os.readlink(d)) for d in libs if os.path.islink(d) and not d.startswith("/usr/")]
+    roots = [os.path.realpath(d) for d in libs if os.path.isdir(d)] + [os.path.dirname(python)]
     for r in roots:
         if not any(r == c or r.startswith(c.rstrip("/") + "/") for c in covered):
             binds.append((r, r))
             covered.append(r)
-    masks = sorted({m for r in ["/usr", *roots] for m in _site_dirs(r)})
+    masks = sorted(
+        {m for r in ("/usr", prefix, os.path.dirname(os.path.dirname(python))) for m in _site_dirs(r)}
+    )
     for pkg in packages:
         real = os.path.realpath(pkg)
         binds.append((real, f"{PACKAGES_DIR}/{os.path.basename(real)}"))

@@ -41,6 +41,7 @@ from eval.symbolic import symbolic_equal
 from eval.tasks import Item
 
 __all__ = [
+    "MAX_OUTPUT_CHARS",
     "Score",
     "build_candidate",
     "build_program",
@@ -57,6 +58,10 @@ logger = logging.getLogger(__name__)
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 DEFAULT_N_CHOICES = 5  # letters A-E accepted when an item does not list its options
+# An output longer than this (about 25,000 tokens of prose) is wrong unread: every extraction step
+# is linear, but linear in 10 MB is seconds of Python per rule, and 200,000 characters of dense
+# commitments took 0.25 s alone, over 2 s on a contended 2-core machine.
+MAX_OUTPUT_CHARS = 100_000
 
 
 @dataclass
@@ -92,31 +97,46 @@ def _brace_pairs(text: str) -> dict[int, int]:
 _BOX_RE = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])(\s*)")
 
 
+_NON_BLANK_RE = re.compile(r"\S")
+
+
 def extract_boxed(text: str) -> str | None:
     """The content of the last complete `\\boxed{...}` or `\\fbox{...}` (nested braces allowed).
 
     `\\boxed 5` (no braces) yields the following token. A truncated last box is skipped in favour
-    of the previous complete one. Linear in the length of `text`, however many boxes are unclosed.
+    of the previous complete one. Linear in the length of `text`, however many boxes are unclosed or
+    nested: boxes are tried from the last one back, and only the chosen one is copied out.
     """
-    found, pairs = None, None
-    for m in _BOX_RE.finditer(text):
+    box = last_box(text)
+    return box[0] if box else None
+
+
+def last_box(text: str) -> tuple[str, int] | None:
+    """(content, end index) of the box `extract_boxed` reads, or None."""
+    boxes = list(_BOX_RE.finditer(text))
+    if not boxes:
+        return None
+    pairs = _brace_pairs(text)
+    for m in reversed(boxes):
         j = m.end()
         if j < len(text) and text[j] == "{":
-            if pairs is None:
-                pairs = _brace_pairs(text)
-            inner = text[j + 1 : pairs[j]] if j in pairs else None
-        else:
-            tok = re.match(r"[^\s$]{1,200}", text[j : j + 200]) if m.group(1) else None
-            inner = tok.group(0) if tok else None
-        if inner is not None and inner.strip():  # an empty box commits to nothing
-            found = inner.strip()
-    return found
+            if j not in pairs:
+                continue  # truncated
+            # an empty box commits to nothing; a blank one holds no other box, so this stays linear
+            if _NON_BLANK_RE.search(text, j + 1, pairs[j]):
+                return text[j + 1 : pairs[j]].strip(), pairs[j] + 1
+        elif m.group(1):
+            tok = re.match(r"[^\s$]{1,200}", text[j : j + 200])
+            if tok:
+                return tok.group(0), j + tok.end()
+    return None
 
 
 _NUM = r"[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?|[-+−]?\.\d+"
 _NUM_RE = re.compile(_NUM)
+# Possessive `\s*+`: three backtracking `\s*` before `(.+)` took cubic time on "answer" + newlines.
 _ANSWER_PHRASE_RE = re.compile(
-    r"(?:final\s+answer|the\s+answer|answer)\s*(?:is|=|:)?\s*[:：]?\s*(.+)", re.IGNORECASE
+    r"(?:final\s+answer|the\s+answer|answer)\s*+(?:is|=|:)?\s*+[:：]?\s*+(.+)", re.IGNORECASE
 )
 _HASHES_RE = re.compile(r"####[ \t]*([^\n]+)")
 # The text stops mid-sentence (on a word or an operator, not a number): its last number is a step.
@@ -160,6 +180,15 @@ def _last_verb_end(s: str) -> int | None:
     return end
 
 
+_LEAD_WORDS_RE = re.compile(
+    r"^(?:(?:approximately|about|around|roughly|exactly|precisely|simply|just|equal\s+to|given\s+by|"
+    r"therefore|thus|so|then|now|clearly|indeed)\s+)+",
+    re.IGNORECASE,
+)
+_TRAILING_ASIDE_RE = re.compile(r"\s*\([^()]{0,80}\)\s*$")
+_SENTENCE_END_RE = re.compile(r"[.!?](?!\d)|\n")
+
+
 def _phrase_answer(rest: str) -> tuple[str | None, str]:
     """The answer an "answer is ..." phrase gives: corrections win over negated values, hedges give none."""
     line = rest.strip().split("\n")[0][:_MAX_PHRASE_CHARS].strip().strip("*").strip()
@@ -168,10 +197,18 @@ def _phrase_answer(rest: str) -> tuple[str | None, str]:
         if not fix:
             return None, "negated"
         line = fix.group(1)
-    ans = _clip_answer(line)
+    ans = _LEAD_WORDS_RE.sub("", _clip_answer(line))  # "approximately 12" -> "12"
     cut = _last_verb_end(ans)  # "final answer to the problem is 4"
     if cut is not None and normalize_number(ans) is None and _numeric(ans[cut:]):
         ans = ans[cut:].strip()
+    aside = _TRAILING_ASIDE_RE.search(ans)  # "12 (not 13)", "12 (twelve)"
+    if (
+        aside
+        and aside.start() > 0
+        and normalize_number(ans) is None
+        and normalize_number(ans[: aside.start()])
+    ):
+        ans = ans[: aside.start()]
     hedge = _HEDGE_NUM_RE.fullmatch(ans)
     if hedge:
         a, b = (hedge.group(1), hedge.group(2)) if hedge.group(1) else (hedge.group(3), hedge.group(4))
@@ -194,6 +231,20 @@ def _last_number(text: str) -> re.Match | None:
     return None
 
 
+def _box_or_later_phrase(text: str, boxed: str, end: int) -> tuple[str, str]:
+    """The box, unless an answer phrase after it commits to another number (last commitment wins:
+    "\\boxed{12} ... Actually, the answer is 13." is 13)."""
+    later = None
+    for later in _ANSWER_PHRASE_RE.finditer(text, end):  # noqa: B007 - keeps the last match
+        pass
+    if later is not None:
+        ans, how = _phrase_answer(later.group(1))
+        a, b = normalize_number(ans) if ans else None, normalize_number(boxed)
+        if how == "phrase" and a is not None and b is not None and a != b:
+            return ans, "phrase after the box"
+    return boxed, "boxed"
+
+
 def extract_math_answer(text: str, last_number_when_cut_off: bool = False) -> tuple[str | None, str]:
     """The answer string of a math response and how it was found ("boxed", "####", "phrase", "last number").
 
@@ -202,20 +253,27 @@ def extract_math_answer(text: str, last_number_when_cut_off: bool = False) -> tu
     only the last-number fallback is left and the text stops mid-sentence (its last number is an
     unfinished step; `last_number_when_cut_off=True` takes it anyway, for comparisons).
     """
-    boxed = extract_boxed(text)
-    if boxed is not None:
-        return boxed, "boxed"
-    hashes = [h for h in (_clip_answer(x) for x in _HASHES_RE.findall(text)) if _numeric(h)]
-    if hashes:
-        return hashes[-1], "####"
+    box = last_box(text)
+    if box is not None:
+        return _box_or_later_phrase(text, *box)
+    for raw in reversed(_HASHES_RE.findall(text)):  # the last numeric one; read from the end
+        h = _clip_answer(raw)
+        if _numeric(h):
+            return h, "####"
     phrases = list(_ANSWER_PHRASE_RE.finditer(text))
+    negated = (0, 0)  # the negated sentence of the last phrase, whose numbers are no fallback
     if phrases:
         ans, how = _phrase_answer(phrases[-1].group(1))
         if how == "hedged":
             return None, "hedged between two answers"
         if ans is not None:
             return ans, how
+        if how == "negated":  # "The answer is not 12.": 12 is no fallback; a number outside the sentence is
+            end = _SENTENCE_END_RE.search(text, phrases[-1].start(1))
+            negated = (phrases[-1].start(), end.end() if end else len(text))
     last = _last_number(text)
+    if last and negated[0] <= last.start() < negated[1]:
+        return None, "negated"
     if last and last_number_when_cut_off is False and _CUT_OFF_RE.search(text[-200:]):
         return None, "cut off mid-sentence"
     if last:
@@ -232,6 +290,10 @@ _TEXT_CMD_RE = re.compile(r"\\(?:text|textbf|mathrm|mathbf|mbox|operatorname)\s*
 _FRAC_RE = re.compile(r"^\\[dt]?frac\s*\{([^{}]+)\}\s*\{([^{}]+)\}$")
 _FRAC_SHORT_RE = re.compile(r"^\\[dt]?frac\s*(\d)\s*(\d)$")
 _UNIT_TAIL_RE = re.compile(r"^(.*?\d)\s*+(?:[a-zA-Z][a-zA-Z./^\d\s]{0,40}|%|\\%|°|\^\{?\\circ\}?|\\circ)$")
+# Not a unit: a second number ("12 or 13", "12 and 13 apples") or a joining word ("12 or more").
+_NOT_A_UNIT_RE = re.compile(
+    r"(?<![\w^./])\d|^\s*(?:or|and|to|plus|minus|times|over|nor|not|vs|versus|but|either)\b", re.IGNORECASE
+)
 
 
 def _strip_latex_noise(s: str) -> str:
@@ -254,14 +316,20 @@ def _ratio(num: Fraction | str | None, den: Fraction | str | None, sign: int) ->
     return sign * num / den
 
 
+_SPLIT_DIGITS_RE = re.compile(r"\d\s+\d")
+_SPACE_THOUSANDS_RE = re.compile(r"[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?")
+
+
 def _to_fraction(s: str) -> Fraction | str | None:
-    s = s.strip().replace(" ", "")
+    s = s.strip()
+    if _SPLIT_DIGITS_RE.search(s) and not _SPACE_THOUSANDS_RE.fullmatch(s):
+        return None  # "1 2" is two numbers; "1 000 000" (spaces between thousands) is one
+    s = s.replace(" ", "")
     if not s:
         return None
-    sign = 1
-    while s and s[0] in "+-":
-        sign = -sign if s[0] == "-" else sign
-        s = s[1:]
+    body = s.lstrip("+-")  # one cut, not one copy per sign: "-" * 300_000 was quadratic
+    sign = -1 if s[: len(s) - len(body)].count("-") % 2 else 1
+    s = body
     if s.startswith("(") and s.endswith(")"):
         s = s[1:-1]
     m = _FRAC_RE.match(s) or _FRAC_SHORT_RE.match(s)
@@ -360,7 +428,7 @@ def normalize_number(s: str) -> str | None:
         value = _number_phrase(t)
     if value is None:
         m = _UNIT_TAIL_RE.match(t)
-        if m and "\\frac" not in t:
+        if m and "\\frac" not in t and not _NOT_A_UNIT_RE.search(t[m.end(1) :]):
             value = _mixed_number(m.group(1)) or _to_fraction(m.group(1))
     if value is None:
         return None
@@ -375,12 +443,19 @@ def normalize_number(s: str) -> str | None:
 
 
 def _text_norm(s: str) -> str:
-    s = _TEXT_CMD_RE.sub(r"\1", s)
-    return re.sub(r"\s+", "", s.replace("$", "")).rstrip(".").lower()
+    s = re.sub(r"\s+", " ", _TEXT_CMD_RE.sub(r"\1", s).replace("$", ""))
+    s = re.sub(r"(?<!\d) | (?!\d)", "", s)  # spaces go, except between digits: "1 2" is never "12"
+    return s.rstrip(".").lower()
 
 
 _MAX_SYMBOLIC_CHARS = 400
 _BIG_EXPONENT_RE = re.compile(r"\^\s*\{?\s*\(?\s*(\d{4,})|\^\s*\{[^{}]*\^|(\d{4,})\s*!|\d{101}")
+
+
+_PYTHON_CALL_RE = re.compile(
+    r"\b(?:eval|exec|compile|open|import|getattr|setattr|delattr|lambda|bytes|bytearray|chr|globals|locals|"
+    r"vars|breakpoint|input|system|popen|subprocess|builtins)\b"
+)
 
 
 def _symbolic_safe(s: str) -> bool:
@@ -391,7 +466,7 @@ def _symbolic_safe(s: str) -> bool:
     """
     if len(s) > _MAX_SYMBOLIC_CHARS or _BIG_EXPONENT_RE.search(s):
         return False
-    if "__" in s or any(c in s for c in "'\"`;@"):
+    if "__" in s or any(c in s for c in "'\"`;@") or _PYTHON_CALL_RE.search(s):
         return False  # Python, not mathematics: never handed to a parser that may evaluate it
     depth = deepest = 0
     for c in s:
@@ -408,6 +483,9 @@ def _math_verify_equal(pred: str, gold: str) -> bool | None:
     return symbolic_equal(pred, gold)
 
 
+_COLLECTION_RE = re.compile(r"\[.*\]|\\?\{.*\\?\}", re.DOTALL)
+
+
 def math_equal(pred: str | None, gold: str) -> bool:
     """True if `pred` and `gold` are the same answer: exact rationals first, then `math_verify`."""
     if pred is None:
@@ -417,6 +495,8 @@ def math_equal(pred: str | None, gold: str) -> bool:
         return p == g
     if _text_norm(pred) == _text_norm(gold):
         return True
+    if g is not None and _COLLECTION_RE.fullmatch(_text_norm(pred)):
+        return False  # a list or set ("[12]", "\\{12\\}") is not the number 12, whatever math_verify says
     verdict = _math_verify_equal(pred, gold)
     return bool(verdict)
 
@@ -431,7 +511,8 @@ def extract_choice(text: str, choices: list[str] | None) -> str | None:
     non-negated commitment unless a hedge follows it (`eval.choice_extraction`, policy in
     eval/README_scoring.md). Only letters within the number of `choices` (A-E when unknown) count.
     """
-    return _extract_choice(text, choices, extract_boxed(text))
+    box = last_box(text)
+    return _extract_choice(text, choices, *(box if box else (None, None)))
 
 
 # --------------------------------------------------------------------------- code
@@ -595,6 +676,12 @@ def score(item: Item, text: str, sandbox_timeout: float = 10.0) -> Score:
     """
     if not isinstance(text, str):
         return Score(False, None, f"the prediction is not a str but {type(text).__name__}")
+    if len(text) > MAX_OUTPUT_CHARS:
+        return Score(
+            False,
+            None,
+            f"the output is too long to score ({len(text):,} characters; at most {MAX_OUTPUT_CHARS:,})",
+        )
     try:
         return _score(item, _clean_text(text), sandbox_timeout)
     except SandboxImportError:

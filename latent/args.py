@@ -222,6 +222,8 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
         ) from None
     try:
         data = yaml.safe_load(text)
+    except RecursionError:
+        raise UsageError(f"{p} is not valid YAML: it is nested too deeply. Fix the file") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -473,7 +473,7 @@ class LatentModel:
     def logit_lens(self, hidden: torch.Tensor, k: int = 5) -> list[list[list[tuple[str, float]]]]:
         """For hidden states (B, n, D): the k most likely next tokens and probabilities at each position."""
         probs = self.logits(hidden).softmax(-1)
-        top = probs.topk(k, dim=-1)
+        top = probs.topk(min(k, probs.shape[-1]), dim=-1)  # a k past the vocabulary keeps every token
         return [
             [
                 [(self.tokenizer.decode([int(i)]), float(p)) for i, p in zip(ids, ps)]

@@ -39,8 +39,8 @@ class PromptSet:
             )
         try:
             spec = yaml.safe_load(path.read_text())
-        except yaml.YAMLError as err:
-            first = str(err).splitlines()[0]
+        except (yaml.YAMLError, RecursionError) as err:  # RecursionError: nesting past the parser's depth
+            first = str(err).splitlines()[0] if str(err) else type(err).__name__
             raise ValueError(f"prompt set {path} is not valid YAML ({first}). Fix the file.") from None
         if not isinstance(spec, dict):
             raise ValueError(f"prompt set {path} must be a YAML mapping of the prompt keys. Fix the file.")

@@ -271,3 +271,66 @@ def test_canary_names_a_package_the_sandbox_does_not_show(tmp_path, monkeypatch)
     assert judge_code("def f():\n    return 7\n", tests, "f", packages=("lwfakepkg",)).passed
     with pytest.raises(SandboxImportError, match=r"not installed"):
         canary("import lw_no_such_module_xyz\n")
+
+
+def test_files_beside_the_interpreter_and_under_usr_share_are_not_shown():
+    """Only the interpreter's directory, its prefix's lib/ and the system's programs and libraries are
+    bound: an answers file planted in the interpreter's prefix (where a conda root keeps other
+    environments and package caches), in /usr/share or in /usr/local is not there to read."""
+    iso = isolation_report()
+    if not iso.get("host_hidden"):
+        pytest.skip(f"no own root filesystem on this machine (documented limit): {iso.get('errors')}")
+    import sys
+
+    row = (
+        '{"entry_point": "add", "prompt": "", "canonical_solution": "def add(a, b):\\n    return a + b\\n"}\n'
+    )
+    planted = []
+    try:
+        for spot in (os.path.realpath(sys.base_prefix), "/usr/share", "/usr/local/share", "/usr/local"):
+            if os.path.isdir(spot) and os.access(spot, os.W_OK):
+                sub = tempfile.mkdtemp(prefix="lw-planted-", dir=spot)
+                os.chmod(sub, 0o755)
+                with open(os.path.join(sub, "answers.jsonl"), "w") as f:
+                    f.write(row)
+                os.chmod(os.path.join(sub, "answers.jsonl"), 0o644)
+                planted.append(sub)
+        if not planted:
+            pytest.skip("none of the interpreter's prefix, /usr/share, /usr/local is writable here")
+        item = Item("x", "", "", "code", tests="assert add(2, 3) == 5\n", entry_point="add", meta={})
+        res = _run(item, _reader("add", planted))
+        assert not res.correct, (planted, res)
+    finally:
+        for sub in planted:
+            shutil.rmtree(sub, ignore_errors=True)
+
+
+PLUS_MORE = {
+    "zip via globals()": "globals()['z' + 'ip'] = lambda *a: iter(())\n",
+    "enumerate on builtins": "import builtins\nbuiltins.enumerate = lambda *a: iter(())\n",
+    "builtins dict edit": "import builtins\nvars(builtins).update(zip=lambda *a: iter(()), enumerate=lambda *a: iter(()))\n",
+    "assertion via exec": "exec('def assertion(*a):\\n    return None', globals())\n",
+    "numpy in sys.modules": "import sys, types\nm = types.ModuleType('numpy')\nm.allclose = lambda *a, **k: True\nsys.modules['numpy'] = m\n",
+    "results and inputs": "inputs = []\nresults = []\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(PLUS_MORE))
+def test_evalplus_layout_more_shadowing(name):
+    """More ways to reach `zip`, `enumerate`, `assertion` or numpy of a HumanEval+/MBPP+ test loop."""
+    pytest.importorskip("numpy", reason="the Plus tests compare floats with numpy")
+    v = judge_code(PLUS_WRONG + PLUS_MORE[name], PLUS_TESTS, "add", timeout=5)
+    assert not v.passed and v.tests_total == 3, (name, v)
+
+
+def test_the_code_redteam_bench_set_forges_nothing(he):
+    """Every attack of `bench/code_redteam.py` (42: shadowing, patched modules, lying values, exits,
+    signals, forged descriptors, /proc and file-system readers) scores wrong; none crashes the harness."""
+    from bench.code_redteam import ATTACKS, _code
+
+    for name, (key, body, trick) in ATTACKS.items():
+        if name == "SIGSTOP the judge":
+            continue  # waits out the judge's whole time limit; in the bench table
+        res = _run(he[key], _code(he[key], body, trick))
+        assert not res.correct, (name, res)
+        assert not res.detail.startswith(("scoring failed", "judge error")), (name, res)

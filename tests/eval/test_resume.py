@@ -281,6 +281,32 @@ def _read_only(monkeypatch, out):
     monkeypatch.setattr(os, "open", ro_os_open)
 
 
+def _deep_line(lines):
+    lines.insert(2, "[" * 100_000 + "]" * 100_000 + "\n")  # past the JSON parser's recursion limit
+    return lines, {2}
+
+
+def _huge_int_line(lines):
+    lines.insert(1, '{"item_id": "arith-0-0", "n": ' + "9" * 5_000 + "}\n")  # past int()'s digit limit
+    return lines, {1}
+
+
+def _retyped_manifest(manifest):
+    m = json.loads(manifest.read_text())
+    m["run_id"] = 123  # JSON, but not a run id: every record would have looked foreign
+    manifest.write_text(json.dumps(m))
+
+
+def _foreign_manifest(manifest):
+    m = json.loads(manifest.read_text())
+    m["run_id"] = _OTHER_RUN  # another run's manifest over these records
+    manifest.write_text(json.dumps(m))
+
+
+def _deep_manifest(manifest):
+    manifest.write_text('{"identity": ' + "[" * 100_000 + "]" * 100_000 + "}")
+
+
 # (row id, how the directory is damaged, the fault injected while resuming, what ends the run, words of it)
 FAULTS = [
     ("damaged item_id", _damage_item_id, None, "quarantined", "checksum mismatch"),
@@ -292,6 +318,11 @@ FAULTS = [
     ("truncated manifest", "cut-manifest", None, "error", "manifest.json is damaged"),
     ("disk full", "drop-last-two", _disk_full, "error", "No space left on device"),
     ("read-only directory", "drop-last-two", _read_only, "error", "read-only"),
+    ("deeply nested line", _deep_line, None, "quarantined", "nested too deeply"),
+    ("line with a 5,000-digit number", _huge_int_line, None, "quarantined", "not JSON"),
+    ("manifest field of the wrong type", _retyped_manifest, None, "error", "`run_id` is int"),
+    ("manifest of another run", _foreign_manifest, None, "error", "the manifest is another run's"),
+    ("deeply nested manifest", _deep_manifest, None, "error", "nested too deeply"),
 ]
 
 
@@ -337,6 +368,8 @@ def test_resume_fault_table(
         manifest.write_text(manifest.read_text()[:200])
     elif damage == "drop-last-two":
         lines = lines[:2]
+    elif damage in (_retyped_manifest, _foreign_manifest, _deep_manifest):
+        damage(manifest)
     else:
         lines, bad = damage(list(lines))
     results.write_text("".join(lines))
@@ -434,3 +467,17 @@ def test_checked_recover_is_fast_on_a_big_file(tmp_path):
     assert len(recover(path, expect)) == 9_999
     assert time.monotonic() - start < 5
     assert "another run" in (tmp_path / "results.jsonl.quarantine").read_text()
+
+
+def test_report_skips_lines_the_json_parser_cannot_take(clean_run, tmp_path):
+    """`latentworks report` over a line nested past the parser's limit or holding a 5,000-digit number:
+    both skipped with their reason, every valid record counted, no exception."""
+    clean, expected = clean_run
+    out = _copy_run(clean, tmp_path / "run")
+    results = out / "results.jsonl"
+    bad = ["[" * 100_000 + "]" * 100_000 + "\n", '{"item_id": "x", "n": ' + "9" * 5_000 + "}\n"]
+    results.write_text(results.read_text() + "".join(bad))
+    problems: dict = {}
+    got = load_results(out, problems)
+    assert {(r["item_id"], r["method"]): r["prediction"] for r in got} == expected
+    assert problems["unreadable"] == 2 and any("nested too deeply" in r for r in problems["reasons"])

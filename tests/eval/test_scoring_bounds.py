@@ -13,8 +13,17 @@ import pytest
 
 from bench.hostile_corpus import corpus
 from eval.sandbox import run_python
-from eval.scoring import extract_choice, extract_code, extract_math_answer, math_equal, score
+from eval.scoring import (
+    extract_boxed,
+    extract_choice,
+    extract_code,
+    extract_math_answer,
+    math_equal,
+    normalize_number,
+    score,
+)
 from eval.symbolic import symbolic_equal
+from eval.tasks import Item
 
 LIMIT_S = 2.0
 # the candidate's own CPU time, not ours: covered by test_code_redteam.test_huge_int_reply_fails_fast
@@ -124,9 +133,103 @@ def test_infinite_or_absurd_limits_raise_value_error(kwargs, name):
 
 def test_python_in_an_answer_never_reaches_the_symbolic_parser(tmp_path):
     target = tmp_path / "ran"
+    code = list(f"__import__('os').system('touch {target}')".encode())
     for text in (
         f"\\boxed{{__import__('os').system('touch {target}')}}",
         f'\\boxed{{open("{target}", "w")}}',
+        f"\\boxed{{eval(bytes({code}).decode())}}".replace(" ", ""),  # no quotes, no dunder
     ):
         s = score(CASES[0][1], text)
         assert not s.correct and not target.exists(), (text, s)
+    from eval.scoring import _symbolic_safe
+
+    # math_verify does not evaluate this today; a Python call never reaches it in case a parser would
+    assert not _symbolic_safe("eval(bytes([49,43,49]).decode())") and _symbolic_safe("\\frac{1}{\\sqrt{2}}")
+
+
+# --------------------------------------------------------------------------- scans that were super-linear
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "phrase + newlines",
+        "repeated signs",
+        "nested boxes",
+        "output over the size limit",
+    ],
+)
+def test_scans_that_were_superlinear(case):
+    """Each input here took 5 s or more before its fix (cubic `\\s*` backtracking before `(.+)`, one
+    string copy per sign and per nested box, every `####` line of a 3 MB output read); now each is
+    well under the limit."""
+    start = time.perf_counter()
+    if case == "phrase + newlines":
+        assert extract_math_answer("answer" + "\n" * 1_500)[0] is None
+    elif case == "repeated signs":
+        assert normalize_number("-" * 400_001 + "1") == "-1"
+    elif case == "nested boxes":
+        assert extract_boxed("\\boxed{" * 150_000 + "1" + "}" * 150_000) == "1"
+    else:
+        s = score(CASES[0][1], "#### x\n" * 500_000)
+        assert not s.correct and "too long" in s.detail, s
+    took = time.perf_counter() - start
+    assert took < LIMIT_S, (case, took)
+
+
+def test_a_commitment_reads_a_window_not_the_rest_of_the_text(monkeypatch):
+    """Each commitment once copied the whole rest of the text to look at one word after its letter."""
+    import eval.choice_extraction as ce
+
+    seen = []
+    real = ce._is_prose
+    monkeypatch.setattr(
+        ce, "_is_prose", lambda letter, marked, after: seen.append(len(after)) or real(letter, marked, after)
+    )
+    assert extract_choice("it is B " * 5_000, None) == "B"
+    assert seen and max(seen) <= 100, max(seen)
+
+
+@pytest.mark.parametrize(
+    ("text", "gold", "correct"),
+    [
+        ("The answer is not 12.", "12", False),  # the negated value is no last-number fallback
+        ("The answer isn't obvious. After checking every case we get 12.", "12", True),
+        ("The answer is 12.\n\nThe answer is not given in the question.", "12", True),  # no number negated
+        ("\\boxed{12 \\text{ or } 13}", "12", False),  # "or 13" is no unit
+        ("\\boxed{12 and 13}", "12", False),
+        ("\\boxed{\\text{12 or 13}}", "12", False),
+        ("\\boxed{12 or more}", "12", False),
+        ("\\boxed{1 2}", "12", False),  # two numbers, not 12
+        ("\\boxed{[12]}", "12", False),  # a list is not the number (math_verify says equal)
+        ("\\boxed{\\{12\\}}", "12", False),  # nor is a set
+        ("\\boxed{1 000}", "1000", True),  # spaces between thousands
+        ("\\boxed{12}\n\nActually, the answer is 13.", "12", False),  # the last commitment wins
+        ("\\boxed{12}. So the answer is 12 apples.", "12", True),
+        ("The answer is approximately 12.", "12", True),
+        ("the answer is 12 (not 13)", "12", True),
+        ("\\boxed{12 \\text{ cm}^2}", "12", True),
+    ],
+)
+def test_math_cases_a_careful_reader_decides(text, gold, correct):
+    assert score(Item("m", "q", gold, "math"), text).correct is correct, text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Options A, C and D are incorrect.", None),  # a list of rejected letters rejects the first too
+        ("Both A and C are wrong. Answer: B", "B"),
+        ("Options A and B are not correct.", None),
+        ("\\boxed{B}\n\nActually, the answer is C.", "C"),  # a commitment after the box wins
+        ("The answer is C. \\boxed{B}", "B"),
+        ("I'm not sure, but I'd guess B.", "B"),
+    ],
+)
+def test_choice_cases_a_careful_reader_decides(text, expected):
+    assert (
+        score(
+            Item("c", "q", expected or "A", "mc", choices=["Paris", "London", "Berlin", "Madrid"]), text
+        ).extracted
+        == expected
+    )

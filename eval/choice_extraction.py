@@ -207,6 +207,7 @@ def extract_choice(
     text: str,
     choices: list[str] | None,
     boxed: str | None = None,
+    *,
     boxed_end: int | None = None,
     sentence_fallback: bool = True,
 ) -> str | None:

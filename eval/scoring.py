@@ -511,8 +511,8 @@ def extract_choice(text: str, choices: list[str] | None) -> str | None:
     non-negated commitment unless a hedge follows it (`eval.choice_extraction`, policy in
     eval/README_scoring.md). Only letters within the number of `choices` (A-E when unknown) count.
     """
-    box = last_box(text)
-    return _extract_choice(text, choices, *(box if box else (None, None)))
+    boxed, boxed_end = last_box(text) or (None, None)
+    return _extract_choice(text, choices, boxed, boxed_end=boxed_end)
 
 
 # --------------------------------------------------------------------------- code

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ["README.md", "BENCHMARKS.md"]
+PAGES = ["README.md", "BENCHMARKS.md", "finetune/dlm/README.md", "families/llapdiff/README.md"]
 LINK_RE = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 RULE_RE = re.compile(r"^\|[\s:|-]*-{3,}")
 SOURCE_COLUMNS = ("committed report", "report")

@@ -28,6 +28,7 @@ from .baselines import (
 )
 from .config import LLapDiffConfig
 from .data import DT, regime_oscillators
+from .diffusion import WeightAverage
 from .impute import inpaint_history, residue_fit_history
 from .model import LLapDiff, crps_ensemble, fit_poles
 
@@ -57,10 +58,16 @@ def _scores(samples: torch.Tensor, target: torch.Tensor) -> dict[str, float]:
     }
 
 
-def train_llapdiff(train: dict, *, steps: int, seed: int, config: LLapDiffConfig) -> LLapDiff:
-    """A fresh `LLapDiff` trained for `steps` on the `train` split, seeded (the demo and the imputation report)."""
+def train_llapdiff(
+    train: dict, *, steps: int, seed: int, config: LLapDiffConfig, ema_decay: float | None = None
+) -> LLapDiff:
+    """A fresh `LLapDiff` trained for `steps` on the `train` split, seeded (the demo and the imputation report).
+
+    `ema_decay` returns the moving average of the weights (the reference code evaluates that) instead of
+    the last step's weights."""
     torch.manual_seed(seed)
     model = LLapDiff(config)
+    avg = WeightAverage(model, ema_decay) if ema_decay else None
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     gen = torch.Generator().manual_seed(seed)
     for _ in range(steps):
@@ -75,6 +82,10 @@ def train_llapdiff(train: dict, *, steps: int, seed: int, config: LLapDiffConfig
         opt.zero_grad()
         loss.backward()
         opt.step()
+        if avg:
+            avg.update(model)
+    if avg:
+        avg.copy_to(model)
     return model
 
 

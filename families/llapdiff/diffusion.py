@@ -76,3 +76,30 @@ def guide(
     std_c = cond.std(dims, keepdim=True).clamp(min=1e-6)
     std_o = out.std(dims, keepdim=True).clamp(min=1e-6)
     return (out - out.mean(dims, keepdim=True)) / std_o * std_c + cond.mean(dims, keepdim=True)
+
+
+class WeightAverage:
+    """Exponential moving average of a module's weights, as the reference code evaluates its denoiser.
+
+    The decay warms up as min(decay, (1 + t) / (10 + t)) so the average is not anchored to the
+    initial weights in a short run; `copy_to` writes the average into the module for evaluation.
+    """
+
+    def __init__(self, module: torch.nn.Module, decay: float) -> None:
+        if not 0.0 < decay < 1.0:
+            raise ValueError(f"`decay` must lie in (0, 1), got {decay}.")
+        self.decay, self.steps = decay, 0
+        self.shadow = {k: v.detach().clone() for k, v in module.state_dict().items()}
+
+    @torch.no_grad()
+    def update(self, module: torch.nn.Module) -> None:
+        d = min(self.decay, (1 + self.steps) / (10 + self.steps))
+        self.steps += 1
+        for k, v in module.state_dict().items():
+            if v.dtype.is_floating_point:
+                self.shadow[k].mul_(d).add_(v.detach(), alpha=1 - d)
+            else:
+                self.shadow[k].copy_(v)
+
+    def copy_to(self, module: torch.nn.Module) -> None:
+        module.load_state_dict(self.shadow)

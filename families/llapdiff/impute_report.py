@@ -49,8 +49,20 @@ def linear_horizon(test: dict, visible: torch.Tensor) -> torch.Tensor:
     return interpolate_history(vals, times)[:, test["hist"].shape[1] :]
 
 
-def run(missing: float, seed: int, steps: int, latent: bool = True, eta: float | None = None) -> dict:
-    """Train both variants at one history-missing rate and seed; MAE of each imputer on hidden entries."""
+MODELS = ("llapdiff", "llapdiff_x0", "latent", "latent_x0")
+
+
+def run(
+    missing: float,
+    seed: int,
+    steps: int,
+    models: tuple[str, ...] = MODELS,
+    eta: float | None = None,
+    samples: int = 4,
+    ema_decay: float | None = None,
+) -> dict:
+    """Train the `models` at one history-missing rate and seed; MAE of each imputer on hidden entries
+    (`samples` draws averaged per imputation; `ema_decay`: evaluate the weights' moving average)."""
     train = regime_oscillators(256, missing_rate=missing, seed=seed)
     test = regime_oscillators(96, missing_rate=missing, seed=1000 + seed)
     hide, visible = horizon_case(test, seed)
@@ -69,40 +81,41 @@ def run(missing: float, seed: int, steps: int, latent: bool = True, eta: float |
     )
     clean = regime_oscillators(96, missing_rate=missing, noise=0.0, seed=1000 + seed)["target"]
     out["noise_floor"] = (clean[hide] - truth).abs().mean().item()  # the noise-free signal's error
-    for name in ("llapdiff", "llapdiff_x0"):
+    for name in (m for m in ("llapdiff", "llapdiff_x0") if m in models):
         print(f"rate {missing} seed {seed}: {name}", file=sys.stderr, flush=True)
         t0 = time.process_time()
-        model = train_llapdiff(train, steps=steps, seed=seed, config=VARIANTS[name])
+        model = train_llapdiff(train, steps=steps, seed=seed, config=VARIANTS[name], ema_decay=ema_decay)
         torch.manual_seed(seed)
         s = model.sample(
-            test["hist"], test["mask"], test["t_hist"], test["t_query"], num_samples=4,
+            test["hist"], test["mask"], test["t_hist"], test["t_query"], num_samples=samples,
             y_obs=test["target"], obs_mask=visible, eta=eta,
         )  # fmt: skip
         out[name] = (s.mean(0)[hide] - truth).abs().mean().item()
         torch.manual_seed(seed)
-        f = model.sample(test["hist"], test["mask"], test["t_hist"], test["t_query"], num_samples=4)
+        f = model.sample(test["hist"], test["mask"], test["t_hist"], test["t_query"], num_samples=samples)
         out["forecast_only"][name] = (f.mean(0)[hide] - truth).abs().mean().item()  # no visible points used
         out[f"{name}_forecast_crps"] = crps_ensemble(f, test["target"]).item()
         torch.manual_seed(seed)
         filled = inpaint_history(
-            model, hist2, mask2, test["t_hist"], test["t_query"].shape[1], DT, num_samples=4
+            model, hist2, mask2, test["t_hist"], test["t_query"].shape[1], DT, num_samples=samples
         )
         out[f"history_{name}"] = (filled[hh] - test["hist_clean"][hh]).abs().mean().item()
         out[f"{name}_cpu_s"] = time.process_time() - t0
-    for key, cfg in (
-        (("latent", VARIANTS["llapdiff"]), ("latent_x0", VARIANTS["llapdiff_x0"])) if latent else ()
-    ):
+    for key, cfg in (("latent", VARIANTS["llapdiff"]), ("latent_x0", VARIANTS["llapdiff_x0"])):
+        if key not in models:
+            continue
         print(f"rate {missing} seed {seed}: {key}", file=sys.stderr, flush=True)
         t0 = time.process_time()
-        model = train_latent(train, 600, steps, seed, cfg, latent_dim=3)  # 3: each series mixes its own plane
+        # latent_dim 3: each series mixes its own plane
+        model = train_latent(train, 600, steps, seed, cfg, latent_dim=3, ema_decay=ema_decay)
         out[f"{key}_recon_mae"] = reconstruction_mae(model, test["target"])
         torch.manual_seed(seed)
         s = model.sample(
-            test["hist"], test["mask"], test["t_hist"], test["t_query"], 4, test["target"], visible
+            test["hist"], test["mask"], test["t_hist"], test["t_query"], samples, test["target"], visible
         )
         out[key] = (s.mean(0)[hide] - truth).abs().mean().item()
         torch.manual_seed(seed)
-        f = model.sample(test["hist"], test["mask"], test["t_hist"], test["t_query"], 4)
+        f = model.sample(test["hist"], test["mask"], test["t_hist"], test["t_query"], samples)
         out["forecast_only"][key] = (f.mean(0)[hide] - truth).abs().mean().item()
         out[f"{key}_forecast_crps"] = crps_ensemble(f, test["target"]).item()
         out[f"{key}_cpu_s"] = time.process_time() - t0
@@ -129,11 +142,26 @@ class ImputeReportConfig:
     no_latent: bool = field(
         default=False, metadata={"switch": True, "help": "skip the VAE + LapFormer model (slowest)"}
     )
+    models: str = field(
+        default=",".join(MODELS), metadata={"help": f"comma-separated subset of {', '.join(MODELS)}"}
+    )
+    samples: int = field(
+        default=4, metadata={"help": "draws averaged per imputation (the reference code evaluates 25)"}
+    )
+    ema: float | None = field(
+        default=None,
+        metadata={"help": "evaluate a moving average of the weights with this decay (reference: 0.999)"},
+    )
     out: str = field(default="families/llapdiff/results", metadata={"help": "folder of the reports"})
 
     def __post_init__(self) -> None:
-        if self.seeds < 1 or self.steps < 1:
-            raise UsageError("--seeds and --steps must be >= 1")
+        if self.seeds < 1 or self.steps < 1 or self.samples < 1:
+            raise UsageError("--seeds, --steps and --samples must be >= 1")
+        bad = set(self.models.split(",")) - set(MODELS)
+        if bad:
+            raise UsageError(f"--models: unknown {', '.join(sorted(bad))}; choose from {', '.join(MODELS)}")
+        if self.ema is not None and not 0.0 < self.ema < 1.0:
+            raise UsageError(f"--ema must lie in (0, 1), got {self.ema}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -152,7 +180,12 @@ def _report(ns: argparse.Namespace) -> int:
     rates = [float(r) for r in args.rates.split(",")]
     torch.set_num_threads(1)
     t0 = time.time()
-    res = [run(r, s, args.steps, not args.no_latent, args.eta) for r in rates for s in range(args.seeds)]
+    models = tuple(m for m in args.models.split(",") if not (args.no_latent and m.startswith("latent")))
+    res = [
+        run(r, s, args.steps, models, args.eta, args.samples, args.ema)
+        for r in rates
+        for s in range(args.seeds)
+    ]
     wall = time.time() - t0
     rows = [
         ("llapdiff: horizon inpainting, history-conditioned", "llapdiff"),
@@ -183,22 +216,28 @@ def _report(ns: argparse.Namespace) -> int:
     for label, key in rows:
         cells = [_cell([get(x, key) for x in res if x["missing"] == r]) for r in rates]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    wins = sum(x["llapdiff"] <= x["linear"] for x in res)
-    keys = [k for k in ("llapdiff", "llapdiff_x0", "latent", "latent_x0") if k in res[0]]
+    keys = [k for k in MODELS if k in res[0]]
+    wins = {k: sum(x[k] <= x["linear"] for x in res) for k in keys}
     best = sum(min(x[k] for k in keys) <= x["linear"] for x in res)
     text = (
         "# LLapDiff imputation against linear interpolation\n\n"
         f"Command: `python -m families.llapdiff.impute_report --seeds {args.seeds} --steps {args.steps} --rates {args.rates}"
         + (f" --eta {args.eta}" if args.eta is not None else "")
         + (" --no-latent" if args.no_latent else "")
+        + (f" --models {args.models}" if args.models != ",".join(MODELS) else "")
+        + (f" --samples {args.samples}" if args.samples != 4 else "")
+        + (f" --ema {args.ema}" if args.ema is not None else "")
         + (f" --out {args.out}" if str(args.out) != "families/llapdiff/results" else "")
         + "`; "
         f"wall {wall:.0f} s (2-core shared CPU, contended).\n"
         f"Default data (`regime_oscillators`, 256 train / 96 test series, horizon 48); 30% of the horizon's "
-        f"time steps hidden; mean +- std over {args.seeds} seeds; 4 samples per imputation.\n\n"
+        f"time steps hidden; mean +- std over {args.seeds} seeds; {args.samples} samples per imputation"
+        + (f"; weights: moving average, decay {args.ema}" if args.ema is not None else "")
+        + ".\n\n"
         + "\n".join(lines)
-        + f"\n\nllapdiff (horizon inpainting) at or below linear interpolation in {wins} of {len(res)} runs; "
-        f"best diffusion imputer at or below it in {best} of {len(res)}.\n"
+        + "\n\nAt or below linear interpolation (runs): "
+        + ", ".join(f"{k} {n} of {len(res)}" for k, n in wins.items())
+        + f"; best diffusion imputer {best} of {len(res)}.\n"
     )
     print(text)
     out = Path(args.out)

@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .config import LLapDiffConfig
+from .diffusion import WeightAverage
 from .model import LLapDiff, laplace_basis, solve_residues
 
 
@@ -205,8 +206,10 @@ def train_latent(
     seed: int,
     config: LLapDiffConfig | None = None,
     latent_dim: int = 3,
+    ema_decay: float | None = None,
 ) -> LatentLLapDiff:
-    """Stage 1: VAE on every observed point (history and horizon); stage 2: latent diffusion, VAE frozen."""
+    """Stage 1: VAE on every observed point (history and horizon); stage 2: latent diffusion, VAE frozen
+    (`ema_decay`: evaluate the moving average of the diffusion weights, as the reference code does)."""
     torch.manual_seed(seed)
     model = LatentLLapDiff.build(train["hist"].shape[-1], latent_dim, config)
     vals = torch.cat([train["hist"], train["target"]], 1)
@@ -225,6 +228,7 @@ def train_latent(
         p.requires_grad_(False)
     model.vae.eval()
     opt = torch.optim.Adam(model.diffusion.parameters(), lr=3e-3)
+    avg = WeightAverage(model.diffusion, ema_decay) if ema_decay else None
     for _ in range(steps):
         idx = torch.randint(0, train["hist"].shape[0], (32,), generator=gen)
         loss = model.loss(train["hist"][idx], train["mask"][idx], train["t_hist"][idx], train["target"][idx],
@@ -232,6 +236,10 @@ def train_latent(
         opt.zero_grad()
         loss.backward()
         opt.step()
+        if avg:
+            avg.update(model.diffusion)
+    if avg:
+        avg.copy_to(model.diffusion)
     return model
 
 

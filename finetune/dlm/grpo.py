@@ -32,6 +32,16 @@ __all__ = ["ZeroAdvantageCounter", "grpo_dataset", "run_grpo", "train_grpo", "tr
 
 logger = logging.getLogger(__name__)
 
+_STEP_KEYS = (
+    "step",
+    "reward",
+    "reward_std",
+    "frac_reward_zero_std",
+    "kl",
+    "entropy",
+    "grad_norm",
+    "learning_rate",
+)
 _COLUMNS = ("env", "scenario", "agent", "legal", "action", "joint_actions", "state", "obs", "tier")
 
 
@@ -170,6 +180,8 @@ def train_grpo(
         "max_steps": cfg.max_steps,
         "reward_first": history[0] if history else None,
         "reward_last": history[-1] if history else None,
+        # one short row per step, so runs can be compared step by step without the checkpoints
+        "steps": [{k: h.get(k) for k in _STEP_KEYS} for h in history],
         **counter.summary(),
         **result.metrics,
     }

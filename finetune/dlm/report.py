@@ -9,7 +9,7 @@ import numpy as np
 
 from finetune.dlm.stats import probability_of_improvement, summary, verdict
 
-__all__ = ["results_markdown", "row_arrays"]
+__all__ = ["merge_results", "results_markdown", "row_arrays"]
 
 DLM_METHODS = ("DLM-SFT", "DLM-GRPO")
 
@@ -79,3 +79,22 @@ def results_markdown(results: list[dict[str, Any]], cfg: Any) -> str:
             poi = probability_of_improvement(x[:, :k], y[:, :k], reps)
             lines.append(f"| {scen} | DLM-GRPO | DLM-SFT | {_ci(poi)} | {verdict(poi)} |")
     return "\n".join(lines) + "\n"
+
+
+def merge_results(parts: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """One results list from evaluations of disjoint training seeds (same preset, same evaluation start
+    states): each trained method's runs are concatenated; a method that is not trained per seed (the
+    scripted expert, the prompted LM) keeps the first part's run, since every part evaluates the same one.
+    Rows must match part by part (scenario, method, decoding), else `ValueError` names the first mismatch."""
+    key = lambda r: (r["scenario"], r["zero_shot"], r["method"], r["decoding"])  # noqa: E731
+    first = parts[0]
+    for part in parts[1:]:
+        if [key(r) for r in part] != [key(r) for r in first]:
+            bad = next((a, b) for a, b in zip(map(key, first), map(key, part)) if a != b) if part else None
+            raise ValueError(f"results to merge list different rows (first difference: {bad})")
+    merged = []
+    for rows in zip(*parts):
+        fixed = rows[0]["method"].startswith(("Scripted", "Prompted"))
+        runs = list(rows[0]["runs"]) if fixed else [run for r in rows for run in r["runs"]]
+        merged.append({**rows[0], "runs": runs, "seconds": sum(r["seconds"] for r in rows)})
+    return merged

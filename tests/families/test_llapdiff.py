@@ -325,3 +325,20 @@ def test_latent_vae_and_lapformer_inpainting() -> None:
     assert s.shape == (2, *target.shape) and torch.isfinite(s).all()
     assert torch.equal(s[:, :, ::2], target[:, ::2].expand(2, -1, -1, -1))
     assert not torch.equal(s[:, :, 1::2], target[:, 1::2].expand(2, -1, -1, -1))
+
+
+def test_weight_average_follows_its_warmed_up_decay() -> None:
+    """Known answer: from weights 0, two updates at weights 1 with decay 0.5 give 1 - 0.1 * (2/11) (the
+    warm-up caps the decay at (1 + t) / (10 + t)); `copy_to` writes the average into the module."""
+    from families.llapdiff.diffusion import WeightAverage
+
+    m = torch.nn.Linear(2, 1)
+    torch.nn.init.zeros_(m.weight)
+    avg = WeightAverage(m, 0.5)
+    torch.nn.init.ones_(m.weight)
+    avg.update(m)
+    avg.update(m)
+    avg.copy_to(m)
+    assert torch.allclose(m.weight, torch.full_like(m.weight, 1 - 0.1 * 2 / 11))
+    with pytest.raises(ValueError, match="decay"):
+        WeightAverage(m, 1.0)

@@ -104,3 +104,29 @@ def test_summary_table_reports_each_baseline_against_dlm(tmp_path):
     sft = next(line for line in table if "| DLM-SFT |" in line)
     assert "0.700 [" in sft  # 7 of 10 free decisions invalid, per run
     assert not any("DLM-SFT (free)" in line for line in table)
+
+
+def test_merging_per_seed_results_rebuilds_the_pooled_table():
+    """Known answer: the committed 2-seed evaluation, split into its seed-0 and seed-1 parts and merged
+    back, gives the committed 2-seed table line for line (expert and prompted rows counted once)."""
+    import copy
+    import json
+    from pathlib import Path
+
+    from finetune.dlm.cli import CONFIG_DIR
+    from finetune.dlm.config import load_config
+    from finetune.dlm.report import merge_results, results_markdown
+
+    res = Path(__file__).resolve().parents[2] / "finetune/dlm/results/lbf_smollm2_grpo24"
+    pooled = json.loads((res / "results_seeds01.json").read_text())
+    parts = [copy.deepcopy(pooled), copy.deepcopy(pooled)]
+    for k, part in enumerate(parts):
+        for row in part:
+            if len(row["runs"]) == 2:
+                row["runs"] = [row["runs"][k]]
+    merged = merge_results(parts)
+    assert [len(r["runs"]) for r in merged] == [len(r["runs"]) for r in pooled]
+    cfg = load_config(CONFIG_DIR / "lbf_smollm2_cpu.yaml", ["train_seeds=[0,1]", "eval.episodes=16"])
+    assert results_markdown(merged, cfg) == (res / "results_seeds01.md").read_text()
+    with pytest.raises(ValueError, match="different rows"):
+        merge_results([pooled, pooled[1:]])

@@ -91,6 +91,15 @@ def run(cfg, args: argparse.Namespace) -> int:
     dest = cfg.export_path if builtin else cache_dir() / "models" / cfg.name
     t0 = time.perf_counter()
     lm = load_model(cfg.base)
+    if cfg.chat_template:
+        from latent.tokenizer import chat_template
+
+        lm.tokenizer.chat_template = chat_template(cfg.chat_template)  # saved with the model
+    if lm.tokenizer.chat_template is None:
+        raise ValueError(
+            f"{cfg.base!r} has no chat template, which the hand-off prompts need: pass `--chat-template gemma` "
+            "(or chatml, or a Jinja file)."
+        )
     before = evaluate(lm, hcfg.levels, cfg.eval_n, k) if cfg.eval_n else {}
     lm, log, wall = train(hcfg, lm, save_to=Path(cfg.out_dir) / "checkpoint")
     if builtin:

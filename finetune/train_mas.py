@@ -135,6 +135,13 @@ class MasTrainConfig:
         default=0.3, metadata={"help": "hand-off: fraction of steps over which text batches fall to 10%"}
     )
     aligner_lr: float = field(default=1e-4, metadata={"help": "hand-off: aligner learning rate (LoRA runs)"})
+    chat_template: str = field(
+        default="",
+        metadata={
+            "help": "hand-off: chat template for a base model without one (gemma, chatml or a Jinja file); "
+            "saved with the model ('' = the model's own)"
+        },
+    )
     handoff_k_schedule: list[int] = field(
         default_factory=list,
         metadata={

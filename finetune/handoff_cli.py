@@ -71,7 +71,7 @@ def run(cfg, args: argparse.Namespace) -> int:
         lora=not builtin,
         levels=list(cfg.levels),
         latent_steps=k,
-        k_schedule=[s for s in (1, 2, 4, 8, 16) if s < k] + [k],
+        k_schedule=list(cfg.handoff_k_schedule) or [s for s in (1, 2, 4, 8, 16) if s < k] + [k],
         steps=cfg.max_steps,
         batch_size=cfg.batch_size,
         lr=cfg.lr,
@@ -80,10 +80,26 @@ def run(cfg, args: argparse.Namespace) -> int:
         threads=cfg.threads,
         arith_frac=0.15 if builtin else 0.0,
         anti_weight=cfg.anti_weight,
+        note_weight=cfg.note_weight,
+        embed_weight=cfg.embed_weight,
+        token_thought_frac=cfg.token_thought_frac,
+        token_thought_until=cfg.token_thought_until,
+        text_until=cfg.text_until,
+        aligner_lr=cfg.aligner_lr,
+        log_every=cfg.logging_steps,
     )
     dest = cfg.export_path if builtin else cache_dir() / "models" / cfg.name
     t0 = time.perf_counter()
     lm = load_model(cfg.base)
+    if cfg.chat_template:
+        from latent.tokenizer import chat_template
+
+        lm.tokenizer.chat_template = chat_template(cfg.chat_template)  # saved with the model
+    if lm.tokenizer.chat_template is None:
+        raise ValueError(
+            f"{cfg.base!r} has no chat template, which the hand-off prompts need: pass `--chat-template gemma` "
+            "(or chatml, or a Jinja file)."
+        )
     before = evaluate(lm, hcfg.levels, cfg.eval_n, k) if cfg.eval_n else {}
     lm, log, wall = train(hcfg, lm, save_to=Path(cfg.out_dir) / "checkpoint")
     if builtin:

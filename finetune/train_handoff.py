@@ -10,6 +10,9 @@ Batches, by curriculum (`text_until`, `k_schedule`):
 - latent: cross-entropy of the answer after k thoughts per holder, k growing 1 -> `latent_steps`, plus
   an anti-shortcut term (after Interlat): the gold answer is pushed down when the answerer reads another
   item's thoughts or same-norm random ones, so the answer must come from this item's thoughts;
+  optional (off by default): a reader curriculum that first feeds the note tokens' own embeddings where
+  the thoughts go (`token_thought_frac`), and a term pulling each realigned thought toward the embedding of
+  the note token it stands for (`embed_weight`);
 - arith (built-in models): solver SFT on train-split problems whose solution signature (numbers and
   operations) no evaluated problem has (`eval.arith_data.signature_disjoint_train`).
 Options that are off by default: `kv_frac` runs that share of the latent batches on kv edges (the
@@ -81,6 +84,14 @@ class HandoffTrainConfig:
     relevance_notes: bool = False  # a holder whose share names nobody in the question hands on "-"
     arith_skip_test_sums: bool = False  # drop arith problems adding two hand-off test values (sum's pairs)
     random_names: float = 0.0  # share of training items whose people get made-up names (never a test name)
+    # Reader curriculum (0 = off): this share of latent batches at the start, falling linearly to 0 at
+    # `token_thought_until` of the steps, feeds the note's own token embeddings where the thoughts go
+    # (Coconut's stage 0 seen from the reader's side), so the answerer first learns to read note KV there.
+    token_thought_frac: float = 0.0
+    token_thought_until: float = 0.5
+    # Aligner term (0 = off): realigned thought j is pulled toward the input embedding of note token j, so
+    # the thoughts the answerer reads look like the note tokens it learned to read.
+    embed_weight: float = 0.0
     save_every: int = 100
     realign_every: int = 25
     max_minutes: float = 0.0
@@ -195,22 +206,89 @@ def latent_state(
 def thought_note_loss(lm: LatentModel, mem: WorkingMemory, items, relevance: bool = False) -> torch.Tensor:
     """Cross-entropy of each holder's thoughts, read through the output head, against its note's first k
     tokens: thought j stands where note token j would (Coconut-style replacement of the text hand-off)."""
-    tok = lm.tokenizer
     latents = [s for s in mem.segments if s.kind == "latent"]
     losses = []
     for i, seg in enumerate(latents):
-        k = seg.hidden.shape[1]
-        target = torch.full((len(items), k), IGNORE, dtype=torch.long)
-        for r, it in enumerate(items):
-            note = holder_note(it.shares[i], it.question, relevance)
-            ids = tok(note, add_special_tokens=False)["input_ids"][:k]
-            target[r, : len(ids)] = torch.tensor(ids)
+        target = note_targets(lm, items, i, seg.hidden.shape[1], relevance)
         logits = lm.logits(seg.hidden)
         flat = target.reshape(-1).to(logits.device)
         losses.append(
             nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), flat, ignore_index=IGNORE)
         )
     return torch.stack(losses).mean()
+
+
+def note_targets(lm: LatentModel, items, holder: int, k: int, relevance: bool = False) -> torch.Tensor:
+    """Token ids (B, k) of the first k tokens of holder `holder`'s note (`holder_note`), IGNORE past the
+    note's end."""
+    target = torch.full((len(items), k), IGNORE, dtype=torch.long)
+    for r, it in enumerate(items):
+        note = holder_note(it.shares[holder], it.question, relevance)
+        ids = lm.tokenizer(note, add_special_tokens=False)["input_ids"][:k]
+        target[r, : len(ids)] = torch.tensor(ids)
+    return target
+
+
+class NoteThoughts:
+    """An aligner for the thinking loop that returns, at holder i's thought j, the input embedding of
+    note token j (where the note has one; the model's own realigned thought elsewhere). Holders think in
+    graph order, k steps each, so the calls are counted off in that order."""
+
+    def __init__(self, lm: LatentModel, items, k: int) -> None:
+        self.base = lm.aligner
+        self.k = k
+        targets = [note_targets(lm, items, i, k) for i in range(len(items[0].shares))]
+        emb = lm.model.get_input_embeddings()
+        self.embeds = [emb(t.clamp(min=0).to(lm.device)).detach() for t in targets]  # (B, k, D) per holder
+        self.known = [(t != IGNORE).to(lm.device) for t in targets]  # (B, k)
+        self.calls = 0
+
+    def __call__(self, hidden: torch.Tensor) -> torch.Tensor:
+        holder, j = divmod(self.calls, self.k)
+        if holder >= len(self.embeds):
+            raise RuntimeError(
+                f"NoteThoughts serves {len(self.embeds)} holders x {self.k} thoughts; called again."
+            )
+        self.calls += 1
+        own = self.base(hidden)
+        tok = self.embeds[holder][:, j].to(own.dtype)
+        return torch.where(self.known[holder][:, j, None], tok, own)
+
+
+def token_thought_state(lm: LatentModel, items, k: int, memory: WorkingMemory):
+    """`latent_state` with the note tokens' input embeddings fed where the thoughts go (`NoteThoughts`)."""
+    from latent.model import LatentModel as _LM
+
+    was_training = lm.model.training
+    teacher = _LM(lm.model, lm.tokenizer, realign=NoteThoughts(lm, items, k))
+    lm.model.train(was_training)  # the constructor puts the shared network in eval mode
+    return latent_state(teacher, items, k, memory=memory)
+
+
+def thought_embed_loss(lm: LatentModel, mem: WorkingMemory, items) -> torch.Tensor:
+    """Relative squared distance of each realigned thought j (the aligner applied to the hidden state that
+    thought j comes from: the input fed at thought j) to the input embedding of the note token j it stands
+    for; reaches the aligner and, through the hidden states, the LoRA."""
+    emb = lm.model.get_input_embeddings()
+    losses = []
+    for i, seg in enumerate(s for s in mem.segments if s.kind == "latent"):
+        target = note_targets(lm, items, i, seg.hidden.shape[1]).to(lm.device)  # (B, k)
+        known = target != IGNORE
+        want = emb(target.clamp(min=0)).detach().float()  # (B, k, D)
+        d = (lm.aligner(seg.hidden).float() - want).pow(2).sum(-1) / want.pow(2).sum(-1).clamp_min(1e-6)
+        losses.append((d * known).sum() / known.sum().clamp_min(1))
+    return torch.stack(losses).mean()
+
+
+def digit_ce(lm: LatentModel, seqs, logp: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy over the answer's digit tokens only (the part that must come from the shares)."""
+    _, _, labels = _left_pad(seqs, int(lm.tokenizer.pad_token_id))
+    lab = labels[:, 1:]
+    digit = torch.tensor(
+        [[int(t) != IGNORE and lm.tokenizer.decode([int(t)]).strip().isdigit() for t in row] for row in lab]
+    ).to(logp.device)
+    sel = digit & keep
+    return -(logp * sel).sum() / sel.sum().clamp_min(1)
 
 
 def latent_loss(
@@ -221,20 +299,36 @@ def latent_loss(
     seed: int,
     with_random: bool = True,
     note_weight: float = 0.0,
+    embed_weight: float = 0.0,
+    token_thoughts: bool = False,
     edge: str = "latent",
     working: bool = False,
     relevance: bool = False,
 ) -> tuple[torch.Tensor, dict]:
-    """Answer cross-entropy after the holders' thoughts, the thought-note term and the anti-shortcut
-    term. On kv edges the random-thought part of that term is skipped: the holder's prompt, which the
-    answerer then reads too, still holds the share, so the gold answer must not be pushed down there."""
+    """Answer cross-entropy after k thoughts per holder, plus the configured terms. `token_thoughts`:
+    the note tokens' embeddings stand where the thoughts go (`token_thought_state`, latent edges); its CE
+    is logged as `token_ce`; the note and embed terms then train the writer and the aligner on the holder's
+    hidden states under the note tokens (teacher forcing), where the model's own thoughts would come from.
+    On kv edges the random-thought part of the anti-shortcut term is skipped: the holder's prompt, which
+    the answerer then reads too, still holds the share, so the gold answer must not be pushed down there."""
     mem = WorkingMemory(lm, grad=True)
-    msgs, state = latent_state(lm, items, k, memory=mem, edge=edge)
+    if token_thoughts:
+        msgs, state = token_thought_state(lm, items, k, mem)
+    else:
+        msgs, state = latent_state(lm, items, k, memory=mem, edge=edge)
     seqs = [_ids(lm.tokenizer, m, answer_target(it, working)) for m, it in zip(msgs, items)]
     logp, keep = _token_logp(lm, seqs, state.copy())
     ce = -(logp * keep).sum() / keep.sum()
-    parts = {"latent_ce": float(ce.detach())}
+    name = "token" if token_thoughts else "latent"
+    parts = {
+        f"{name}_ce": float(ce.detach()),
+        f"{name}_ce_digits": float(digit_ce(lm, seqs, logp, keep).detach()),
+    }
     loss = ce
+    if embed_weight > 0:
+        emb_loss = thought_embed_loss(lm, mem, items)
+        parts["embed"] = float(emb_loss.detach())
+        loss = loss + embed_weight * emb_loss
     if note_weight > 0:
         note = thought_note_loss(lm, mem, items, relevance)
         parts["note"] = float(note.detach())
@@ -438,10 +532,13 @@ def train(
             n_latent += 1
             with_random = n_latent % cfg.anti_random_every == 0
             edge = "kv" if cfg.kv_frac > 0 and rng.random() < cfg.kv_frac else "latent"
-            kind = "latent_kv" if edge == "kv" else "latent"
+            tok_p = cfg.token_thought_frac * max(0.0, 1 - prog / max(cfg.token_thought_until, 1e-9))
+            token_thoughts = edge == "latent" and tok_p > 0 and rng.random() < tok_p
+            kind = "token" if token_thoughts else ("latent_kv" if edge == "kv" else "latent")
             loss, parts = latent_loss(
                 lm, items, cfg.k_at(prog), cfg.anti_weight, cfg.seed + step, with_random, cfg.note_weight,
-                edge=edge, working=working, relevance=relevance,
+                embed_weight=cfg.embed_weight, token_thoughts=token_thoughts, edge=edge, working=working,
+                relevance=relevance,
             )  # fmt: skip
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -113,6 +113,41 @@ class MasTrainConfig:
     anti_weight: float = field(
         default=0.5, metadata={"help": "hand-off anti-shortcut weight (--task handoff)"}
     )
+    note_weight: float = field(
+        default=1.0, metadata={"help": "hand-off: weight of thought j spelling note token j (--task handoff)"}
+    )
+    embed_weight: float = field(
+        default=0.0,
+        metadata={
+            "help": "hand-off: weight pulling realigned thought j to note token j's embedding (0 = off)"
+        },
+    )
+    token_thought_frac: float = field(
+        default=0.0,
+        metadata={
+            "help": "hand-off: share of latent batches reading note-token embeddings as thoughts at first"
+        },
+    )
+    token_thought_until: float = field(
+        default=0.5, metadata={"help": "hand-off: fraction of steps over which that share falls to 0"}
+    )
+    text_until: float = field(
+        default=0.3, metadata={"help": "hand-off: fraction of steps over which text batches fall to 10%"}
+    )
+    aligner_lr: float = field(default=1e-4, metadata={"help": "hand-off: aligner learning rate (LoRA runs)"})
+    chat_template: str = field(
+        default="",
+        metadata={
+            "help": "hand-off: chat template for a base model without one (gemma, chatml or a Jinja file); "
+            "saved with the model ('' = the model's own)"
+        },
+    )
+    handoff_k_schedule: list[int] = field(
+        default_factory=list,
+        metadata={
+            "help": "hand-off: thoughts per holder over the first half ([] = 1, 2, 4, .. latent_steps)"
+        },
+    )
 
     def __post_init__(self) -> None:
         problems = []
@@ -140,6 +175,15 @@ class MasTrainConfig:
         for name in ("batch_size", "max_steps", "threads", "realign_every", "logging_steps", "save_steps"):
             if getattr(self, name) < 1:
                 problems.append(f"`{name}` must be >= 1, got {getattr(self, name)}")
+        if not 0 <= self.token_thought_frac <= 1 or not 0 < self.token_thought_until <= 1:
+            problems.append("`token_thought_frac` must be in [0, 1] and `token_thought_until` in (0, 1]")
+        if self.handoff_k_schedule and (
+            any(k < 1 for k in self.handoff_k_schedule) or self.handoff_k_schedule[-1] != self.latent_steps
+        ):
+            problems.append(
+                f"`handoff_k_schedule` must be integers >= 1 ending at `latent_steps` ({self.latent_steps}), "
+                f"got {self.handoff_k_schedule}"
+            )
         if self.eval_n < 0 or self.max_minutes < 0 or self.lr <= 0:
             problems.append("`eval_n` and `max_minutes` must be >= 0 and `lr` > 0")
         if problems:

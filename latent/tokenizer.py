@@ -7,6 +7,7 @@ Digits are split one per token: arithmetic models learn carries far faster that 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
@@ -28,6 +29,34 @@ CHAT_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
+
+# Gemma's turn format for a base checkpoint that ships no template (gemma-3-270m): a system message is
+# folded into the first user turn, as Gemma has no system role; the sequence opens with <bos>.
+GEMMA_TURN_TEMPLATE = (
+    "{{ bos_token }}{% set sys = namespace(text='') %}"
+    "{% for message in messages %}"
+    "{% if message['role'] == 'system' %}{% set sys.text = message['content'] + '\n\n' %}"
+    "{% else %}"
+    "{{ '<start_of_turn>' + ('model' if message['role'] == 'assistant' else 'user') + '\n' }}"
+    "{% if message['role'] == 'user' %}{{ sys.text }}{% set sys.text = '' %}{% endif %}"
+    "{{ message['content'] + '<end_of_turn>\n' }}"
+    "{% endif %}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<start_of_turn>model\n' }}{% endif %}"
+)
+CHAT_TEMPLATES = {"gemma": GEMMA_TURN_TEMPLATE, "chatml": CHAT_TEMPLATE}
+
+
+def chat_template(spec: str) -> str:
+    """A chat template by name (`gemma`, `chatml`) or read from a Jinja file at `spec`."""
+    if spec in CHAT_TEMPLATES:
+        return CHAT_TEMPLATES[spec]
+    path = Path(spec)
+    if not path.is_file():
+        raise ValueError(
+            f"unknown chat template {spec!r}: use one of {sorted(CHAT_TEMPLATES)} or the path of a Jinja file."
+        )
+    return path.read_text()
 
 
 def train_chat_tokenizer(texts: Iterable[str], vocab_size: int = 512) -> PreTrainedTokenizerFast:

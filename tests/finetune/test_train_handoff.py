@@ -16,13 +16,17 @@ from finetune.train_handoff import (
     holder_note,
     latent_loss,
     latent_state,
+    note_targets,
     prepare,
     save_model,
     sft_loss,
+    thought_embed_loss,
+    token_thought_state,
     train,
     train_items,
 )
 from latent import load_model
+from latent.memory import WorkingMemory
 
 
 def _trainable(llama):
@@ -205,3 +209,60 @@ def test_random_names_rename_training_people_and_never_use_a_test_name(llama, mo
     assert sum(bool(names_re.search(" ".join(it.shares) + it.question)) for it in items) < len(items) / 20
     plain = HandoffTrainConfig(batch_size=8)
     assert train_items(plain, "sum", 5) == th.make_items("sum", 8, "train", seed=5)
+
+
+def test_the_embed_term_reaches_the_aligner_and_lora_and_changes_the_loss(llama):
+    """`embed_weight` adds the thought-embedding term to the latent loss (by exactly its weighted value),
+    and the term's own gradient reaches the aligner and, through the thoughts, the LoRA."""
+    lm, groups = _trainable(llama)
+    items = th.make_items("relay", 3, "train", seed=4)
+    off, p_off = latent_loss(lm, items, k=3, anti_weight=0.0, seed=0, note_weight=0.0, embed_weight=0.0)
+    on, p_on = latent_loss(lm, items, k=3, anti_weight=0.0, seed=0, note_weight=0.0, embed_weight=2.0)
+    assert "embed" in p_on and "embed" not in p_off and p_on["embed"] > 0
+    torch.testing.assert_close(float(on - off), 2.0 * p_on["embed"], rtol=1e-4, atol=1e-5)
+    mem = WorkingMemory(lm, grad=True)
+    latent_state(lm, items, 3, memory=mem)
+    thought_embed_loss(lm, mem, items).backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in lm.aligner.parameters())
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in groups[0]["params"])
+
+
+def test_token_thoughts_feed_the_note_embeddings_and_train_the_reader(llama):
+    """Under `token_thoughts` the answerer reads the note tokens' input embeddings where the thoughts go
+    (past the note's end, the model's own thoughts), and its answer CE differs from the real thoughts'."""
+    lm, groups = _trainable(llama)
+    items = th.make_items("pick", 2, "train", seed=5)
+    k = 8  # longer than every note here, so the tail falls back to the model's own thoughts
+    mem = WorkingMemory(lm, grad=True)
+    _, state = token_thought_state(lm, items, k, mem)
+    assert state.length == 2 * k
+    emb = lm.model.get_input_embeddings()
+    for i, seg in enumerate(s for s in mem.segments if s.kind == "latent"):
+        target = note_targets(lm, items, i, k)
+        known = target != -100
+        assert known.any() and (~known).any()
+        torch.testing.assert_close(seg.embeds[known], emb(target.clamp(min=0))[known].to(seg.embeds.dtype))
+        assert not torch.allclose(seg.embeds[~known], emb(target.clamp(min=0))[~known])
+    real, p_real = latent_loss(lm, items, k=k, anti_weight=0.0, seed=0)
+    tok, p_tok = latent_loss(lm, items, k=k, anti_weight=0.0, seed=0, note_weight=1.0, token_thoughts=True)
+    assert "token_ce" in p_tok and "latent_ce" in p_real and "note" in p_tok
+    assert abs(p_tok["token_ce"] - p_real["latent_ce"]) > 1e-4
+    tok.backward()
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in groups[0]["params"])
+
+
+def test_the_training_loop_runs_token_thought_batches_when_configured(llama):
+    """`token_thought_frac` = 1 makes the early latent batches token-thought batches; 0 keeps none; the
+    embed term is applied in both."""
+
+    def kinds(frac):
+        cfg = HandoffTrainConfig(
+            levels=["relay"], steps=3, batch_size=2, latent_steps=2, k_schedule=[2], text_until=1e-6,
+            text_floor=0.0, oracle_frac=0.0, anti_weight=0.0, token_thought_frac=frac,
+            token_thought_until=1e9, embed_weight=0.5, log_every=1,  # the share never falls in 3 steps
+        )  # fmt: skip
+        _, log, _ = train(cfg, load_model(llama.model.name_or_path))
+        return [("token_ce" in e, "embed" in e) for e in log[1:]]
+
+    assert kinds(1.0) == [(True, True), (True, True)]
+    assert kinds(0.0) == [(False, True), (False, True)]

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from eval import tasks_handoff as th
-from eval.tasks_handoff_rows import K_SWEEP, ROWS, Row, run_row
+from eval.tasks_handoff_rows import K_SWEEP, MAX_NEW_TOKENS, ROWS, Row, run_row
 from latent.args import UsageError, add_config_arguments, config_from_args, run_script
 
 
@@ -46,7 +46,7 @@ class HandoffBench:
     limit: int = field(default=100, metadata={"help": "items"})
     seed: int = field(default=0, metadata={"help": "seed of the generated items"})
     latent_steps: int = field(default=4, metadata={"help": "thoughts per holder in the rows"})
-    max_new_tokens: int = field(default=24, metadata={"help": "decode budget of the final agent"})
+    max_new_tokens: int = field(default=MAX_NEW_TOKENS, metadata={"help": "decode budget of the final agent"})
     batch_size: int = field(default=16, metadata={"help": "items per batch"})
     rows: str = field(default=",".join(ROWS), metadata={"help": "comma-separated subset of the rows"})
     k_sweep: str = field(

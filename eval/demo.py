@@ -18,9 +18,6 @@ BUILTIN_LATENT_STEPS = 4
 HANDOFF_MODEL = "builtin:arith-mini-v8"
 HANDOFF_LEVELS = ("relay", "pick", "sum")
 HANDOFF_ROWS = ("no_info", "oracle", "text_mas", "latent_kv", "latent_only", "latent_only_other")
-# v8 shows its working on sum ("23 + 14 = 37." then the box: 19 tokens), so the table decodes up to 24, as
-# bench/handoff.py does
-HANDOFF_MAX_NEW_TOKENS = 24
 
 
 @dataclass
@@ -123,7 +120,7 @@ def handoff_table(demo: DemoConfig) -> str:
 
     from eval import tasks_handoff as th
     from eval.report import wilson
-    from eval.tasks_handoff_rows import run_row
+    from eval.tasks_handoff_rows import MAX_NEW_TOKENS, run_row
     from latent import load_model
 
     if demo.threads is not None:
@@ -140,7 +137,7 @@ def handoff_table(demo: DemoConfig) -> str:
     for level in HANDOFF_LEVELS:
         items = th.make_items(level, demo.handoff_limit, "test", seed=0)
         for name in HANDOFF_ROWS:
-            r = run_row(model, items, name, demo.latent_steps, HANDOFF_MAX_NEW_TOKENS, 16)
+            r = run_row(model, items, name, demo.latent_steps, MAX_NEW_TOKENS, 16)
             lo, hi = wilson(r.correct, r.n)
             cells[name].append(f"{r.correct}/{r.n} ({100 * lo:.0f}-{100 * hi:.0f}%)")
     lines += [f"| {name} | " + " | ".join(c) + " |" for name, c in cells.items()]

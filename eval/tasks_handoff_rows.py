@@ -30,6 +30,9 @@ ROWS = {
     "latent_only_const": ("latent_mas", "latent", "mean", False),
 }
 K_SWEEP = (1, 2, 4, 8, 16)
+# A sum answer that shows its working ("23 + 14 = 37." then the box) takes 19 tokens: every table decodes
+# up to this many.
+MAX_NEW_TOKENS = 24
 
 
 @dataclass

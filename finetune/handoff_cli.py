@@ -30,12 +30,12 @@ EVAL_ROWS = (
 def evaluate(model: LatentModel, levels: list[str], n: int, k: int, seed: int = 0) -> dict:
     """Hand-off rows per level on `n` held-out test items (`bench/handoff.py`'s rows)."""
     from eval import tasks_handoff as th
-    from eval.tasks_handoff_rows import run_row
+    from eval.tasks_handoff_rows import MAX_NEW_TOKENS, run_row
 
     out = {}
     for level in levels:
         items = th.make_items(level, n, "test", seed)
-        out[level] = {r: run_row(model, items, r, k, 16, 16).__dict__ for r in EVAL_ROWS}
+        out[level] = {r: run_row(model, items, r, k, MAX_NEW_TOKENS, 16).__dict__ for r in EVAL_ROWS}
     return out
 
 

@@ -28,3 +28,12 @@ def test_a_folder_that_is_not_a_checkout_is_named(tmp_path):
     (tmp_path / "models.py").write_text("")
     with pytest.raises(ValueError, match="missing methods/latent_mas.py"):
         _load("official_adapter").check_official_dir(str(tmp_path))
+
+
+def test_work_ceiling_counts_padded_rows_and_the_lm_head_against_real_tokens():
+    import torch
+
+    official = torch.ones((2, 10), dtype=torch.long)  # right padding: every row read to the longest
+    ours = torch.tensor([[0] * 6 + [1] * 4, [1] * 10])  # real tokens 4 + 10
+    # official (10 + 2 steps) x 2 rows x 1.5 (LM head) = 36; ours 14 + 2 steps x 2 rows = 18
+    assert _load("vs_official").work_ceiling(official, ours, 2, {"ceiling": 1.5}) == pytest.approx(2.0)

@@ -147,9 +147,12 @@ def latent_loop(
         # embeddings (Gemma) feeds inputs at another norm. Rerun it once with ours to show that the
         # norm is the only difference.
         key = id(wrapper.model)
-        matrix, _ = wrapper._latent_realign_matrices[key]
-        wrapper._latent_realign_matrices[key] = (matrix, torch.tensor(m.aligner.target_norm))
-        fixed = thought_diff(official(), th_ours, right)
+        original = wrapper._latent_realign_matrices[key]
+        wrapper._latent_realign_matrices[key] = (original[0], torch.tensor(m.aligner.target_norm))
+        try:
+            fixed = thought_diff(official(), th_ours, right)
+        finally:  # later batches run the official code as it is
+            wrapper._latent_realign_matrices[key] = original
     return {
         "batch": len(msgs),
         "work_ceiling": work_ceiling(o_mask, enc["attention_mask"], steps, sb),

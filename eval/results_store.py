@@ -29,6 +29,7 @@ from typing import IO
 from eval.run_records import (
     RunExpectation,
     checksum,
+    json_damage,
     manifest_problem,
     parse_line,
     record_problem,
@@ -98,8 +99,9 @@ def read_manifest(path: Path) -> dict:
             f"the run manifest {path} is damaged (not JSON: {err.msg} line {err.lineno}, column {err.colno}); {fix}"
         ) from None
     except (ValueError, RecursionError) as err:  # a huge integer, nesting past the parser's limit
-        why = "nested too deeply" if isinstance(err, RecursionError) else str(err)[:120]
-        raise RunStoreError(f"the run manifest {path} is damaged (not JSON: {why}); {fix}") from None
+        raise RunStoreError(
+            f"the run manifest {path} is damaged (not JSON: {json_damage(err)}); {fix}"
+        ) from None
     why = manifest_problem(manifest)
     if why:
         raise RunStoreError(f"the run manifest {path} is damaged ({why}); {fix}")
@@ -148,21 +150,30 @@ class RunLock:
         self.release()
 
 
-def _problem(raw: bytes, expect: RunExpectation | None) -> str | None:
-    """Why a results line is not a usable record, or None if it is one. Without `expect`, only the
-    structure is checked (a JSON object with a string `item_id` and `method`)."""
+def _parsed(raw: bytes, expect: RunExpectation | None) -> tuple[object, str | None]:
+    """(the record, None) for a usable results line, or (None, why) for any other. Without `expect`,
+    only the structure is checked (a JSON object with a string `item_id` and `method`)."""
     if not raw.endswith(b"\n"):
-        return "torn line (no newline)"
+        return None, "torn line (no newline)"
     rec, why = parse_line(raw)
-    if why:
-        return why
-    if expect is not None:
-        return record_problem(rec, expect)
-    if not isinstance(rec, dict):
-        return f"not a JSON object but {type(rec).__name__}"
-    if not isinstance(rec.get("item_id"), str) or not isinstance(rec.get("method"), str):
-        return "no string item_id and method"
-    return None
+    if why is None:
+        if expect is not None:
+            why = record_problem(rec, expect)
+        elif not isinstance(rec, dict):
+            why = f"not a JSON object but {type(rec).__name__}"
+        elif not isinstance(rec.get("item_id"), str) or not isinstance(rec.get("method"), str):
+            why = "no string item_id and method"
+    return (None, why) if why is not None else (rec, None)
+
+
+def _foreign_manifest(path: Path, manifest_file: Path, detail: str) -> RunStoreError:
+    """The error for records none of which belong to the manifest beside them: the manifest is the
+    stranger (another run's, copied or restored over this one), not the records."""
+    return RunStoreError(
+        f"none of the records in {path} belongs to the run in {manifest_file} ({detail}): the manifest is "
+        "another run's; restore this run's manifest.json, or start over with --overwrite (its results are "
+        "replaced), or choose a new --out directory"
+    )
 
 
 def recover(path: Path, expect: RunExpectation | None = None) -> set[tuple[str, str]]:
@@ -177,23 +188,17 @@ def recover(path: Path, expect: RunExpectation | None = None) -> set[tuple[str, 
     duplicates = 0
     with open(path, "rb") as fh:
         for n, raw in enumerate(fh, 1):
-            why = _problem(raw, expect)
+            rec, why = _parsed(raw, expect)
             if why is not None:
                 bad.append({"line": n, "reason": why, "raw": raw.decode("utf-8", "replace")})
                 continue
-            rec = json.loads(raw)
             key = (rec["item_id"], rec["method"])
             duplicates += key in done
             done.add(key)
             good.append(raw)
     foreign = sorted({b["reason"] for b in bad if b["reason"].startswith("record of another run")})
     if foreign and not good:
-        # Every record names another run: the manifest beside them is the stranger, not the records.
-        raise RunStoreError(
-            f"none of the {len(bad)} line(s) of {path} belongs to the run in {path.parent / 'manifest.json'} "
-            f"({foreign[0]}): the manifest was replaced by another run's; restore this run's manifest.json, "
-            "or start over with --overwrite (its results are replaced), or choose a new --out directory"
-        )
+        raise _foreign_manifest(path, path.parent / "manifest.json", f"{len(bad)} line(s); {foreign[0]}")
     if duplicates:
         logger.warning("%s holds %d duplicate record(s); the report keeps the last of each", path, duplicates)
     if bad:
@@ -248,11 +253,8 @@ def check_belongs(path: Path, manifest_file: Path) -> None:
                 return
             others.add(rec["run_id"])
     if others:
-        raise RunStoreError(
-            f"none of the records in {path} belongs to the run in {manifest_file} (they carry run id "
-            f"{sorted(others)[0]!r}, the manifest {run_id!r}): the manifest is another run's; restore this "
-            "run's manifest.json, or start over with --overwrite (its results are replaced), or choose a "
-            "new --out directory"
+        raise _foreign_manifest(
+            path, manifest_file, f"they carry run id {sorted(others)[0]!r}, the manifest {run_id!r}"
         )
 
 

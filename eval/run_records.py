@@ -85,19 +85,20 @@ class RunExpectation:
         )
 
 
-def parse_line(raw: bytes | str) -> tuple[object, str | None]:
-    """(the JSON value of one results line, None), or (None, why) when it is not JSON.
+def json_damage(err: ValueError | RecursionError) -> str:
+    """What `json.loads` met, in a few words: the parser's message, bad UTF-8, an integer of more than
+    4,300 digits (a `ValueError`) or nesting deeper than the parser's recursion limit."""
+    if isinstance(err, RecursionError):
+        return "nested too deeply"
+    return getattr(err, "msg", None) or str(err).split(";")[0][:120]
 
-    Never raises: besides malformed JSON and bad UTF-8, an integer of more than 4,300 digits (a
-    `ValueError`) and nesting deeper than the parser's recursion limit (a `RecursionError`) are
-    damage too.
-    """
+
+def parse_line(raw: bytes | str) -> tuple[object, str | None]:
+    """(the JSON value of one results line, None), or (None, why) when it is not JSON; never raises."""
     try:
         return json.loads(raw), None
-    except RecursionError:
-        return None, "not JSON (nested too deeply)"
-    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError, the int-to-str digit limit
-        return None, f"not JSON ({getattr(e, 'msg', None) or str(e)[:120]})"
+    except (ValueError, RecursionError) as e:  # JSONDecodeError, UnicodeDecodeError, the digit limit
+        return None, f"not JSON ({json_damage(e)})"
 
 
 # Fields a manifest must have the type of, when present (what resume and report read).

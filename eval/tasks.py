@@ -373,11 +373,10 @@ def _read_file(path: str) -> Iterator[tuple[str, dict]]:
             if "\n{" in text.strip():  # JSON lines in a .json file (datasets' to_json writes these)
                 return _read_jsonl(path)
             raise ValueError(f"{path}: line {e.lineno}: not valid JSON ({e.msg}).") from None
-        except (
-            ValueError,
-            RecursionError,
-        ) as e:  # a number past int()'s digit limit; nesting past the parser's
-            raise ValueError(f"{path}: not valid JSON ({_json_damage(e)}). Fix the file.") from None
+        except (ValueError, RecursionError) as e:  # a number past int()'s digit limit; nesting too deep
+            from eval.run_records import json_damage
+
+            raise ValueError(f"{path}: not valid JSON ({json_damage(e)}). Fix the file.") from None
         if isinstance(obj, dict):
             obj = next((obj[k] for k in ("data", "items", "rows") if isinstance(obj.get(k), list)), None)
         if not isinstance(obj, list):
@@ -387,11 +386,6 @@ def _read_file(path: str) -> Iterator[tuple[str, dict]]:
                 raise ValueError(f"{path}: record {i + 1}: expected an object, got {type(r).__name__}.")
         return ((f"record {i + 1}", r) for i, r in enumerate(obj))
     raise ValueError(f"data file {path!r}: unsupported extension; use .json, .jsonl or .parquet.")
-
-
-def _json_damage(err: Exception) -> str:
-    """What `json.loads` met besides malformed text: nesting too deep, or a number too long."""
-    return "nested too deeply" if isinstance(err, RecursionError) else str(err).split(";")[0][:120]
 
 
 def _read_jsonl(path: str) -> Iterator[tuple[str, dict]]:
@@ -405,8 +399,10 @@ def _read_jsonl(path: str) -> Iterator[tuple[str, dict]]:
             except json.JSONDecodeError as e:
                 raise ValueError(f"{path}: line {lineno}: not valid JSON ({e.msg}).") from None
             except (ValueError, RecursionError) as e:
+                from eval.run_records import json_damage
+
                 raise ValueError(
-                    f"{path}: line {lineno}: not valid JSON ({_json_damage(e)}). Fix the file."
+                    f"{path}: line {lineno}: not valid JSON ({json_damage(e)}). Fix the file."
                 ) from None
             if not isinstance(row, dict):
                 raise ValueError(f"{path}: line {lineno}: expected a JSON object, got {type(row).__name__}.")

@@ -106,14 +106,20 @@ class HandoffTrainConfig:
         )
 
 
-def note_of(share: str) -> str:
-    """The note a holder is trained to hand on: the number first, then whose it is ("53 Sara"), so the
-    first thoughts, which stand where the note's first tokens would, carry the number."""
+def share_parts(share: str) -> tuple[str, str | None]:
+    """(whose share it is: its first word, the share's last number or None): "Sara's code is 53" ->
+    ("Sara", "53")."""
     import re
 
     nums = re.findall(r"\d+", share)
-    name = re.split(r"['\s]", share.strip(), maxsplit=1)[0]
-    return f"{nums[-1]} {name}" if nums else share
+    return re.split(r"['\s]", share.strip(), maxsplit=1)[0], (nums[-1] if nums else None)
+
+
+def note_of(share: str) -> str:
+    """The note a holder is trained to hand on: the number first, then whose it is ("53 Sara"), so the
+    first thoughts, which stand where the note's first tokens would, carry the number."""
+    name, number = share_parts(share)
+    return f"{number} {name}" if number is not None else share
 
 
 def target_text(answer: str) -> str:
@@ -129,7 +135,7 @@ def holder_note(share: str, question: str, relevance: bool = False) -> str:
     import re
 
     if relevance:
-        name = re.split(r"['\s]", share.strip(), maxsplit=1)[0]
+        name = share_parts(share)[0]
         if name and not re.search(rf"\b{re.escape(name)}\b", question):
             return IRRELEVANT_NOTE
     return note_of(share)
@@ -138,10 +144,8 @@ def holder_note(share: str, question: str, relevance: bool = False) -> str:
 def answer_target(item: th.HandoffItem, working: bool = False) -> str:
     """The answer the answerer is trained to write: the box, or, with `working` on an item whose answer
     is the sum of its shares' numbers, the addition line first, as the arith solutions write it."""
-    import re
-
     if working:
-        nums = [re.findall(r"\d+", s)[-1] for s in item.shares if re.findall(r"\d+", s)]
+        nums = [n for n in (share_parts(s)[1] for s in item.shares) if n is not None]
         if len(nums) == len(item.shares) > 1 and str(sum(map(int, nums))) == item.answer:
             return " + ".join(nums) + f" = {item.answer}.\n" + target_text(item.answer)
     return target_text(item.answer)
@@ -316,7 +320,8 @@ def latent_loss(
         msgs, state = token_thought_state(lm, items, k, mem)
     else:
         msgs, state = latent_state(lm, items, k, memory=mem, edge=edge)
-    seqs = [_ids(lm.tokenizer, m, answer_target(it, working)) for m, it in zip(msgs, items)]
+    targets = [answer_target(it, working) for it in items]
+    seqs = [_ids(lm.tokenizer, m, t) for m, t in zip(msgs, targets)]
     logp, keep = _token_logp(lm, seqs, state.copy())
     ce = -(logp * keep).sum() / keep.sum()
     name = "token" if token_thoughts else "latent"
@@ -338,7 +343,7 @@ def latent_loss(
         # down: the rest of the line follows from them, whichever thoughts were read
         anti_seqs = [
             _ids(lm.tokenizer, m, t.split(" =")[0], eos=False) if " = " in t else s
-            for m, s, t in zip(msgs, seqs, (answer_target(it, working) for it in items))
+            for m, s, t in zip(msgs, seqs, targets)
         ]
         anti = []
         states = [state.select_rows(derangement(len(items), seed))]

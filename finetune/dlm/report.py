@@ -3,6 +3,7 @@ rates, and the probability that DLM improves on each baseline with a plain wins 
 
 from __future__ import annotations
 
+from itertools import zip_longest
 from typing import Any
 
 import numpy as np
@@ -90,7 +91,8 @@ def merge_results(parts: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     first = parts[0]
     for part in parts[1:]:
         if [key(r) for r in part] != [key(r) for r in first]:
-            bad = next((a, b) for a, b in zip(map(key, first), map(key, part)) if a != b) if part else None
+            # zip_longest: a part that is a prefix of the first differs where it ends (None)
+            bad = next((a, b) for a, b in zip_longest(map(key, first), map(key, part)) if a != b)
             raise ValueError(f"results to merge list different rows (first difference: {bad})")
     merged = []
     for rows in zip(*parts):

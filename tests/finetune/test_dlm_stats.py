@@ -130,3 +130,5 @@ def test_merging_per_seed_results_rebuilds_the_pooled_table():
     assert results_markdown(merged, cfg) == (res / "results_seeds01.md").read_text()
     with pytest.raises(ValueError, match="different rows"):
         merge_results([pooled, pooled[1:]])
+    with pytest.raises(ValueError, match="different rows"):  # a part that stops early
+        merge_results([pooled, pooled[:-1]])

@@ -184,6 +184,13 @@ class MasTrainConfig:
                 f"`handoff_k_schedule` must be integers >= 1 ending at `latent_steps` ({self.latent_steps}), "
                 f"got {self.handoff_k_schedule}"
             )
+        if self.chat_template:
+            from latent.tokenizer import chat_template
+
+            try:  # checked here so that a typo fails before any model is loaded
+                chat_template(self.chat_template)
+            except ValueError as err:
+                problems.append(f"`chat_template`: {err}".rstrip("."))
         if self.eval_n < 0 or self.max_minutes < 0 or self.lr <= 0:
             problems.append("`eval_n` and `max_minutes` must be >= 0 and `lr` > 0")
         if problems:

@@ -92,6 +92,9 @@ def test_curriculum_and_validation(tmp_path):
         _config(tmp_path, graphs=["ring"])
     with pytest.raises(ValueError, match="wrong_draft_frac"):
         _config(tmp_path, wrong_draft_frac=0.9, hint_frac=0.2)
+    with pytest.raises(ValueError, match="unknown chat template 'gema'"):
+        _config(tmp_path, chat_template="gema")
+    assert _config(tmp_path, chat_template="gemma").chat_template == "gemma"
 
 
 def test_final_agent_view_refuses_other_methods(llama):

@@ -238,10 +238,10 @@ class NoteThoughts:
     note token j (where the note has one; the model's own realigned thought elsewhere). Holders think in
     graph order, k steps each, so the calls are counted off in that order."""
 
-    def __init__(self, lm: LatentModel, items, k: int) -> None:
+    def __init__(self, lm: LatentModel, items, k: int, relevance: bool = False) -> None:
         self.base = lm.aligner
         self.k = k
-        targets = [note_targets(lm, items, i, k) for i in range(len(items[0].shares))]
+        targets = [note_targets(lm, items, i, k, relevance) for i in range(len(items[0].shares))]
         emb = lm.model.get_input_embeddings()
         self.embeds = [emb(t.clamp(min=0).to(lm.device)).detach() for t in targets]  # (B, k, D) per holder
         self.known = [(t != IGNORE).to(lm.device) for t in targets]  # (B, k)
@@ -259,24 +259,26 @@ class NoteThoughts:
         return torch.where(self.known[holder][:, j, None], tok, own)
 
 
-def token_thought_state(lm: LatentModel, items, k: int, memory: WorkingMemory):
-    """`latent_state` with the note tokens' input embeddings fed where the thoughts go (`NoteThoughts`)."""
+def token_thought_state(lm: LatentModel, items, k: int, memory: WorkingMemory, relevance: bool = False):
+    """`latent_state` with the note tokens' input embeddings fed where the thoughts go (`NoteThoughts`;
+    with `relevance`, the notes of `holder_note(.., relevance=True)`)."""
     from latent.model import LatentModel as _LM
 
     was_training = lm.model.training
-    teacher = _LM(lm.model, lm.tokenizer, realign=NoteThoughts(lm, items, k))
+    teacher = _LM(lm.model, lm.tokenizer, realign=NoteThoughts(lm, items, k, relevance))
     lm.model.train(was_training)  # the constructor puts the shared network in eval mode
     return latent_state(teacher, items, k, memory=memory)
 
 
-def thought_embed_loss(lm: LatentModel, mem: WorkingMemory, items) -> torch.Tensor:
+def thought_embed_loss(lm: LatentModel, mem: WorkingMemory, items, relevance: bool = False) -> torch.Tensor:
     """Relative squared distance of each realigned thought j (the aligner applied to the hidden state that
     thought j comes from: the input fed at thought j) to the input embedding of the note token j it stands
-    for; reaches the aligner and, through the hidden states, the LoRA."""
+    for (the same notes as `thought_note_loss`); reaches the aligner and, through the hidden states, the
+    LoRA."""
     emb = lm.model.get_input_embeddings()
     losses = []
     for i, seg in enumerate(s for s in mem.segments if s.kind == "latent"):
-        target = note_targets(lm, items, i, seg.hidden.shape[1]).to(lm.device)  # (B, k)
+        target = note_targets(lm, items, i, seg.hidden.shape[1], relevance).to(lm.device)  # (B, k)
         known = target != IGNORE
         want = emb(target.clamp(min=0)).detach().float()  # (B, k, D)
         d = (lm.aligner(seg.hidden).float() - want).pow(2).sum(-1) / want.pow(2).sum(-1).clamp_min(1e-6)
@@ -317,7 +319,7 @@ def latent_loss(
     the answerer then reads too, still holds the share, so the gold answer must not be pushed down there."""
     mem = WorkingMemory(lm, grad=True)
     if token_thoughts:
-        msgs, state = token_thought_state(lm, items, k, mem)
+        msgs, state = token_thought_state(lm, items, k, mem, relevance)
     else:
         msgs, state = latent_state(lm, items, k, memory=mem, edge=edge)
     targets = [answer_target(it, working) for it in items]
@@ -331,7 +333,7 @@ def latent_loss(
     }
     loss = ce
     if embed_weight > 0:
-        emb_loss = thought_embed_loss(lm, mem, items)
+        emb_loss = thought_embed_loss(lm, mem, items, relevance)
         parts["embed"] = float(emb_loss.detach())
         loss = loss + embed_weight * emb_loss
     if note_weight > 0:

@@ -266,3 +266,28 @@ def test_the_training_loop_runs_token_thought_batches_when_configured(llama):
 
     assert kinds(1.0) == [(True, True), (True, True)]
     assert kinds(0.0) == [(False, True), (False, True)]
+
+
+def test_token_thoughts_and_embed_term_follow_relevance_notes(llama):
+    """With `relevance`, the reader warm-up feeds "-" where a pick holder nobody asks about would think,
+    and the embed term pulls that holder's first thought toward "-"; the note term asks the same."""
+    lm, _ = _trainable(llama)
+    items = th.make_items("pick", 4, "train", seed=6)
+    k, emb = 3, lm.model.get_input_embeddings()
+    (dash,) = lm.tokenizer(IRRELEVANT_NOTE, add_special_tokens=False)["input_ids"]
+    for relevance in (True, False):
+        mem = WorkingMemory(lm, grad=True)
+        token_thought_state(lm, items, k, mem, relevance)
+        irrelevant = 0
+        for i, seg in enumerate(s for s in mem.segments if s.kind == "latent"):
+            for r, it in enumerate(items):
+                is_dash = holder_note(it.shares[i], it.question, True) == IRRELEVANT_NOTE
+                want = note_targets(lm, items, i, k, relevance)[r, 0]
+                assert int(want) == (dash if relevance and is_dash else want)
+                torch.testing.assert_close(seg.embeds[r, 0], emb(want).to(seg.embeds.dtype))
+                irrelevant += is_dash and int(want) == dash
+        assert (irrelevant == len(items)) == relevance  # one holder per pick item has nobody asking
+    mem = WorkingMemory(lm, grad=True)
+    latent_state(lm, items, k, memory=mem)
+    with torch.no_grad():
+        assert float(thought_embed_loss(lm, mem, items, True)) != float(thought_embed_loss(lm, mem, items))

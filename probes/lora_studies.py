@@ -36,7 +36,7 @@ from probes.e1 import ELICIT_CHECK_PAIRS
 from probes.elicit import elicit_items, elicited_p_eval
 from probes.report import bar_plot, fmt_ci, md_table, write_result
 from probes.scenario_pass import read_scenarios
-from probes.stats import cluster_bootstrap, decide, gate
+from probes.stats import cluster_bootstrap, decide, gate, predicted_side_share
 from probes.steering import SteerSpec, generate_texts, random_like, reply_logprob
 
 if TYPE_CHECKING:
@@ -628,7 +628,8 @@ def _organisms_report(study: dict, verdict: dict, m: LatentModel, cfg: ProbeConf
         "organism's effect at its strongest row and of their difference, paired by request (both organisms see "
         "the same requests), computed on held-out requests: the row (`heldout_*_layer`) is chosen on the other "
         "`n_selection` requests. `difference_verdict`: the fixed decision rule "
-        "on the difference, predicted side from the ground truth (add: sycophant above schemer; ablate: below)."
+        "on the difference, predicted side from the ground truth (add: sycophant above schemer; ablate: below); "
+        "`difference_predicted_side`: how many held-out requests moved that way, with a Wilson interval."
         "\n\nPlot: organisms_steering.png.\n"
     )
     return report
@@ -669,11 +670,13 @@ def _effect_intervals(a: dict, b: dict, pre: str, eff: str, sign: float, n_boot:
         )
     boot = lambda f: cluster_bootstrap(f, [ra], n_boot, seed=seed)  # noqa: E731
     diff = boot(lambda i: (ea[i] - eb[i]).mean())
+    side = "greater" if sign > 0 else "less"
     return dict(
         sycophant_ci=boot(lambda i: ea[i].mean()),
         schemer_ci=boot(lambda i: eb[i].mean()),
         difference_ci=diff,
-        difference_verdict=decide(diff, predicted="greater" if sign > 0 else "less"),
+        difference_verdict=decide(diff, predicted=side),
+        difference_predicted_side=predicted_side_share(ea - eb, ra, side),
         n_requests=len(ra),
     )
 

@@ -231,6 +231,9 @@ def test_organism_verdict_intervals_resample_requests_and_apply_the_rule():
     )
     # the row is chosen on half of the requests and the interval computed on the other half
     assert v["difference_verdict"] == "supported" and v["n_requests"] == v["n_selection"] == n // 2
+    # all 30 held-out requests moved the predicted way: the count has a Wilson interval with width
+    side = v["difference_predicted_side"]
+    assert (side["k"], side["n"]) == (30, 30) and 0.85 < side["lo"] < 0.9 and side["hi"] == 1.0
     noisy = np.array([0.0, 1.0, 1.0] * 4)  # effect -1 in 4 of 12 requests
     w = organism_verdict(_with_requests(_study(-0.33, 0.0), noisy, np.ones(12)), n_boot=500)
     w = w["gap_effect_ablate_R"]
@@ -239,6 +242,7 @@ def test_organism_verdict_intervals_resample_requests_and_apply_the_rule():
     assert w["sycophant_ci"]["lo"] < w["sycophant_ci"]["mean"] < w["sycophant_ci"]["hi"]
     flat = organism_verdict(_with_requests(_study(0.0, 0.0), np.ones(12), np.ones(12)), n_boot=200)
     assert flat["gap_effect_ablate_R"]["difference_verdict"] == "not measurable on this model"
+    assert flat["gap_effect_ablate_R"]["difference_predicted_side"]["k"] == 0  # ties count against
     # organisms that do not follow their rule are no test of the method, whatever the interval says
     broken = _with_requests(_study(-1.0, 0.0), np.zeros(n), np.ones(n))
     broken["schemer"]["behaviour"] = {"spec_agreement_af": 0.6}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from probes.stats import cluster_bootstrap, decide, paired_effect
+from probes.stats import cluster_bootstrap, decide, paired_effect, predicted_side_share
 
 REPS = 200
 
@@ -81,3 +81,17 @@ def test_decision_rule_labels():
 def test_cluster_bootstrap_rejects_one_cluster():
     with pytest.raises(ValueError, match="at least two clusters"):
         cluster_bootstrap(lambda i: 0.0, [np.zeros(5)])
+
+
+def test_predicted_side_share_counts_clusters_and_keeps_width():
+    """Known answers: 8 of 8 requests moved up gives Wilson [0.676, 1.0] (a bootstrap of the mean would be
+    zero-width); a tie counts against; a request's two prompts are averaged before it is counted."""
+    up = predicted_side_share(np.ones(8), np.arange(8))
+    assert (up["k"], up["n"]) == (8, 8) and up["lo"] == pytest.approx(0.6756, abs=1e-3) and up["hi"] == 1.0
+    assert predicted_side_share(np.ones(8), np.arange(8), "less")["k"] == 0
+    diffs = np.array([1.0, -3.0, 0.0, 0.0, 2.0, 2.0, -1.0, -1.0])  # requests: -1 | 0 | +2 | -1
+    share = predicted_side_share(diffs, np.repeat(np.arange(4), 2), "less")
+    assert (share["k"], share["n"]) == (2, 4)
+    assert predicted_side_share(diffs, np.repeat(np.arange(4), 2))["k"] == 1
+    with pytest.raises(ValueError, match="predicted"):
+        predicted_side_share(diffs, np.arange(8), "up")

@@ -228,16 +228,6 @@ def end_to_end(off, wrapper, m: LatentModel, items, batch: int, steps: int, max_
     }
 
 
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    if n == 0:
-        return (0.0, 1.0)
-    p = k / n
-    d = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / d
-    return (max(0.0, c - h), min(1.0, c + h))
-
-
 def _write_json(path: str | None, out: dict) -> None:
     """The ratios the issue asks for, plus every detail; written after each section, so a run stopped
     early keeps what it measured."""
@@ -304,6 +294,7 @@ def run(ns: argparse.Namespace) -> int:
     from agents.graph import Graph
     from agents.latentmas import question_in_memory
     from agents.prompts import PromptSet
+    from eval.report import wilson
     from eval.tasks import load_task
     from latent import load_model
     from latent.catalogue import is_pulled, pulled_path

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import time
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from eval.report import wilson
 from latent.args import UsageError, add_config_arguments, config_from_args, run_script
 
 from .config import EmbTranslateConfig, LoRAHMoEConfig
@@ -31,17 +31,6 @@ from .embedders import Embedder, cached_embed
 from .hmoe_lora import LoRAHMoE
 from .model import gold_ranks
 from .routing import PAPER_TAU, calibrate_tau, root_ratios, routing_shares
-
-
-def wilson(k: float, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval of a rate k / n."""
-    if n == 0:
-        return (float("nan"), float("nan"))
-    p = k / n
-    den = 1 + z * z / n
-    mid = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return (mid - half, mid + half)
 
 
 def run_seed(emb: dict, corpus: list, seed: int, n_train: int, n_test: int) -> dict:

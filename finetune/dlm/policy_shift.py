@@ -11,28 +11,18 @@ distribution and of the distribution renormalised over the legal actions. Rates 
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
+from eval.report import wilson
 from finetune.dlm.decoding import action_token_ids
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-__all__ = ["compare_first_actions", "first_action_logits", "policy_shift", "wilson"]
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval of a rate k/n."""
-    if n <= 0:
-        raise ValueError(f"`n` must be positive, got {n}.")
-    p, d = k / n, 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return max(0.0, c - h), min(1.0, c + h)
+__all__ = ["compare_first_actions", "first_action_logits", "policy_shift"]
 
 
 @torch.no_grad()

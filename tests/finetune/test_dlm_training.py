@@ -297,7 +297,8 @@ def test_policy_shift_counts_changed_legal_choices_and_kl():
     changes every legal choice and its legal-action KL is the analytic KL of the two renormalised rows."""
     import math
 
-    from finetune.dlm.policy_shift import compare_first_actions, wilson
+    from eval.report import wilson
+    from finetune.dlm.policy_shift import compare_first_actions
 
     sft = torch.log_softmax(torch.tensor([[2.0, 0.0, 0.0, 1.0], [0.0, 3.0, 0.0, 0.0]]), -1)
     same = compare_first_actions(sft, sft, first=[0, 1, 3], legal=[[0, 2], [1, 2]])

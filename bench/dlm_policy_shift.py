@@ -30,6 +30,25 @@ class PolicyShiftBench:
     prompts: int = field(default=240, metadata={"help": "execution prompts drawn (seeded) per seed"})
 
 
+def run_rewards(root: Path, seed: int, env: str) -> tuple[list | None, list[float] | None]:
+    """The offline GRPO rewards of the run (its `config.json` and the seed's return model) and their
+    weights, or (None, None) where the run used the online reward, which steps a simulator."""
+    from finetune.dlm.return_model import ReturnModel
+    from finetune.dlm.rewards import reward_functions
+
+    cfg = json.loads((root / "config.json").read_text())["grpo"]
+    if cfg["return_reward"] == "online":
+        return None, None
+    model = None
+    if cfg["return_reward"] == "model":
+        path = root / f"seed_{seed}" / f"return_{env}" / "return_model.pt"
+        if not path.is_file():
+            raise UsageError(f"no return model at {path}: run `latentworks dlm grpo` for seed {seed} first")
+        model = ReturnModel.load(path)
+    funcs = reward_functions(cfg["return_reward"], cfg["agreement_tiers"], model)
+    return funcs, list(cfg["reward_weights"])
+
+
 def run(ns: argparse.Namespace) -> int:
     args = config_from_args(PolicyShiftBench, ns)
     from finetune.dlm.data import load_dataset_dir
@@ -53,9 +72,11 @@ def run(ns: argparse.Namespace) -> int:
         samples = to_samples(rows, teammate_prob=0.0, seed=seed)
         picked = random.Random(f"policy-shift|{seed}").sample(samples, min(args.prompts, len(samples)))
         env = picked[0]["env"]
+        rewards, weights = run_rewards(root, seed, env)
         report[f"seed_{seed}"] = policy_shift(
-            root / f"seed_{seed}" / "sft", root / f"seed_{seed}" / "grpo", env, picked
-        )
+            root / f"seed_{seed}" / "sft", root / f"seed_{seed}" / "grpo", env, picked,
+            rewards=rewards, weights=weights,
+        )  # fmt: skip
         print(seed, json.dumps(report[f"seed_{seed}"]))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2))

@@ -6,6 +6,10 @@ over the first tokens of the legal action words, which is what greedy constraine
 every action word starts with its own token), and the KL divergences KL(GRPO || SFT) of the full next-token
 distribution and of the distribution renormalised over the legal actions. Rates get Wilson intervals.
 
+Given the run's offline rewards (`reward_best_actions`), it also counts how often each model's constrained
+choice is the legal action those rewards score highest: where SFT already picks it, GRPO has no reason to
+change the choice, so that share bounds how many choices the rewards can move.
+
 `python bench/dlm_policy_shift.py RUN_DIR --seeds 0 1 2 --prompts 240 --out report.json`
 """
 
@@ -49,8 +53,13 @@ def policy_shift(
     env_name: str,
     samples: list[dict[str, Any]],
     batch_size: int = 8,
+    rewards: list[Any] | None = None,
+    weights: list[float] | None = None,
 ) -> dict[str, Any]:
-    """Changed first-action choices (free and legal-constrained) and KL(GRPO || SFT) on `samples`."""
+    """Changed first-action choices (free and legal-constrained) and KL(GRPO || SFT) on `samples`; with the
+    run's GRPO `rewards` and their `weights`, how often each model picks the reward-best legal action."""
+    if rewards and (weights is None or len(weights) < len(rewards)):
+        raise ValueError("`weights` must give one weight per reward function (GRPO's `reward_weights`).")
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(sft_dir))
@@ -66,24 +75,58 @@ def policy_shift(
         model = AutoModelForCausalLM.from_pretrained(str(d), dtype=torch.float32).eval()
         lp[name] = first_action_logits(model, tok, prompts, batch_size)
         del model
-    return compare_first_actions(lp["sft"], lp["grpo"], first, [s["legal"] for s in samples])
+    best = reward_best_actions(samples, rewards, weights) if rewards else None
+    return compare_first_actions(lp["sft"], lp["grpo"], first, [s["legal"] for s in samples], best)
+
+
+def reward_best_actions(samples: list[dict[str, Any]], rewards: list[Any], weights: list[float]) -> list[int]:
+    """For each sample, the legal action the GRPO rewards (`rewards.reward_functions`, weighted by
+    `weights` as GRPO weighs them; a None score counts 0, as TRL sums it) score highest; the first wins a tie."""
+    from finetune.dlm.dialogue import render_action
+
+    best = []
+    for s in samples:
+        legal = list(s["legal"])
+        comps = [[{"role": "assistant", "content": render_action(s["env"], a)}] for a in legal]
+        cols = {k: [s[k]] * len(legal) for k in ("env", "legal", "action", "obs", "tier")}
+        total = [0.0] * len(legal)
+        for fn, w in zip(rewards, weights):
+            for j, r in enumerate(fn(completions=comps, **cols)):
+                total[j] += w * (r or 0.0)
+        best.append(legal[max(range(len(legal)), key=total.__getitem__)])
+    return best
 
 
 def compare_first_actions(
-    lp_sft: torch.Tensor, lp_grpo: torch.Tensor, first: list[int], legal: list[list[int]]
+    lp_sft: torch.Tensor,
+    lp_grpo: torch.Tensor,
+    first: list[int],
+    legal: list[list[int]],
+    best: list[int] | None = None,
 ) -> dict[str, Any]:
     """Changed choices and KL(GRPO || SFT) from (P, V) first-position log-probabilities of both models;
-    `first[a]` is action a's first token, `legal[i]` the legal actions of prompt i."""
+    `first[a]` is action a's first token, `legal[i]` the legal actions of prompt i; with `best[i]` (the
+    reward-best legal action), how often each model's constrained choice is it."""
     free_changed = int((lp_sft.argmax(-1) != lp_grpo.argmax(-1)).sum())
     kl_full = (lp_grpo.exp() * (lp_grpo - lp_sft)).sum(-1)
-    legal_changed, kl_legal = 0, []
+    legal_changed, kl_legal, at_best = 0, [], {"sft": 0, "grpo": 0}
     for i, lg in enumerate(legal):
         ids = torch.tensor([first[a] for a in lg])
         a, b = torch.log_softmax(lp_sft[i, ids], -1), torch.log_softmax(lp_grpo[i, ids], -1)
         legal_changed += int(a.argmax() != b.argmax())
         kl_legal.append(float((b.exp() * (b - a)).sum()))
+        if best is not None:
+            at_best["sft"] += int(lg[int(a.argmax())] == best[i])
+            at_best["grpo"] += int(lg[int(b.argmax())] == best[i])
     n = len(legal)
-    return dict(
+    extra = {}
+    if best is not None:
+        for name, k in at_best.items():
+            extra |= {
+                f"{name}_choice_is_reward_best": k,
+                f"{name}_choice_is_reward_best_wilson": wilson(k, n),
+            }
+    return extra | dict(
         prompts=n,
         free_first_token_changed=free_changed,
         free_first_token_changed_rate=free_changed / n,

@@ -313,3 +313,32 @@ def test_policy_shift_counts_changed_legal_choices_and_kl():
     assert moved["kl_legal_actions_mean"] == pytest.approx(kl0 / 2)  # row 1 is unchanged (KL 0)
     lo, hi = wilson(13, 240)
     assert 0.03 < lo < 13 / 240 < hi < 0.10
+    # row 0: SFT picks action 0, GRPO action 2; row 1: both pick action 1
+    at = compare_first_actions(sft, grpo, first=[0, 1, 3], legal=[[0, 2], [1, 2]], best=[2, 2])
+    assert (at["sft_choice_is_reward_best"], at["grpo_choice_is_reward_best"]) == (0, 1)
+    assert "sft_choice_is_reward_best" not in moved
+
+
+def test_reward_best_action_weighs_the_grpo_rewards():
+    """Known answers: a good-tier sample's logged action wins through the agreement reward unless the
+    return model's advantage for another legal action outweighs it; a tier agreement does not cover
+    scores 0 there (None), so the return model decides."""
+    import json
+
+    from finetune.dlm.policy_shift import reward_best_actions
+    from finetune.dlm.rewards import reward_functions
+
+    class Prefers:  # a return model whose advantage favours one action
+        def __init__(self, action: int) -> None:
+            self.action = action
+
+        def advantage(self, obs, legal, a):
+            return 3.0 if a == self.action else -1.0
+
+    obs = json.dumps({"anything": 0})
+    good = {"env": "lbforaging", "legal": [0, 1, 2, 3], "action": 1, "obs": obs, "tier": "good"}
+    medium = good | {"tier": "medium"}
+    funcs = reward_functions("model", ["good"], Prefers(3))
+    assert reward_best_actions([good, medium], funcs, [0.5, 1.0, 1.0, 0.5]) == [1, 3]
+    assert reward_best_actions([good], funcs, [0.5, 1.0, 0.1, 1.0]) == [3]
+    assert reward_best_actions([medium], reward_functions("none", ["good"]), [0.5, 1.0, 1.0]) == [0]

@@ -110,16 +110,20 @@ def compare_first_actions(
     free_changed = int((lp_sft.argmax(-1) != lp_grpo.argmax(-1)).sum())
     kl_full = (lp_grpo.exp() * (lp_grpo - lp_sft)).sum(-1)
     legal_changed, kl_legal, at_best = 0, [], {"sft": 0, "grpo": 0}
+    picks: dict[str, dict[int, int]] = {"sft": {}, "grpo": {}}  # constrained choices per action index
     for i, lg in enumerate(legal):
         ids = torch.tensor([first[a] for a in lg])
         a, b = torch.log_softmax(lp_sft[i, ids], -1), torch.log_softmax(lp_grpo[i, ids], -1)
         legal_changed += int(a.argmax() != b.argmax())
         kl_legal.append(float((b.exp() * (b - a)).sum()))
+        for name, row in (("sft", a), ("grpo", b)):
+            act = lg[int(row.argmax())]
+            picks[name][act] = picks[name].get(act, 0) + 1
         if best is not None:
             at_best["sft"] += int(lg[int(a.argmax())] == best[i])
             at_best["grpo"] += int(lg[int(b.argmax())] == best[i])
     n = len(legal)
-    extra = {}
+    extra = {f"{name}_choices": dict(sorted(c.items())) for name, c in picks.items()}
     if best is not None:
         for name, k in at_best.items():
             extra |= {

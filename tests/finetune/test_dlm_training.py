@@ -316,6 +316,7 @@ def test_policy_shift_counts_changed_legal_choices_and_kl():
     # row 0: SFT picks action 0, GRPO action 2; row 1: both pick action 1
     at = compare_first_actions(sft, grpo, first=[0, 1, 3], legal=[[0, 2], [1, 2]], best=[2, 2])
     assert (at["sft_choice_is_reward_best"], at["grpo_choice_is_reward_best"]) == (0, 1)
+    assert at["sft_choices"] == {0: 1, 1: 1} and at["grpo_choices"] == {1: 1, 2: 1}
     assert "sft_choice_is_reward_best" not in moved
 
 

@@ -39,11 +39,31 @@ def load(paths: list[Path]) -> list[dict]:
             raise ValueError(
                 f"{p} has no per-request intervals for {missing}: rerun that seed with the current code."
             )
-        reports.append(r)
+        reports.append(_with_predicted_side(r, p))
     seeds = [r["config"]["seed"] for r in reports]
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"two reports share a seed ({seeds}); pass one report per training seed.")
     return reports
+
+
+def _with_predicted_side(r: dict, path: Path) -> dict:
+    """A held-out-era report written before the predicted-side count: its verdict recomputed from the
+    per-request data it stores (`organism_verdict`, same seed and resamples), checked to reproduce the
+    stored intervals first."""
+    v = r["verdict"]
+    if all("difference_predicted_side" in v[t] for t in TESTS) or any(
+        "n_selection" not in v[t] for t in TESTS
+    ):
+        return r
+    from probes.lora_studies import organism_verdict
+
+    new = organism_verdict(r["study"], r["config"]["n_boot"], r["config"]["seed"])
+    for t in TESTS:
+        if new[t]["difference_ci"] != v[t]["difference_ci"]:
+            raise ValueError(
+                f"{path}: recomputing {t} does not reproduce the stored interval; rerun that seed."
+            )
+    return r | {"verdict": v | {t: v[t] | new[t] for t in TESTS}, "recomputed": True}
 
 
 def _cell(v: dict) -> str:
@@ -86,6 +106,12 @@ def summarize(reports: list[dict]) -> tuple[str, dict]:
         )
     supported = [sum(r["verdict"][k]["difference_verdict"] == "supported" for k in TESTS) for r in reports]
     summary |= {"organisms_follow_spec": follow, "cue_probes_separate": probes, "supported": supported}
+    redone = [s for s, r in zip(seeds, reports) if r.get("recomputed")]
+    if redone:
+        rows += (
+            f"; seed {', '.join(map(str, redone))}: requests moving the predicted way counted from the "
+            "report's per-request data (its intervals reproduced exactly)"
+        )
     text = (
         f"# Organisms across {len(seeds)} training seeds\n\n"
         f"Both organisms follow their rule: {', '.join(f'seed {s} {f}' for s, f in zip(seeds, follow))}. "

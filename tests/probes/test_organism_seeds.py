@@ -61,3 +61,50 @@ def test_old_reports_are_named_and_bad_inputs_refused(tmp_path):
     e1.write_text(json.dumps(bare))
     with pytest.raises(ValueError, match="rerun that seed"):
         load([e1])
+
+
+def _per_request_study(n: int = 16) -> dict:
+    """Both organisms have gap 1 on every request; ablating R removes the sycophant's gap only."""
+    import numpy as np
+
+    keys = ("base_no_res", "add_R_no_res", "random_R_no_res", "base_res", "ablate_random_res", "ablate_M_res")
+    study = {}
+    for kind, after in (("sycophant", np.zeros(n)), ("schemer", np.ones(n))):
+        per = {f"{p}_{k}": np.ones(n) for p in ("gap", "mgap") for k in keys}
+        per |= {"gap_ablate_R_res": after, "mgap_ablate_R_res": np.ones(n), "request_id": np.arange(n)}
+        row = {"layer": "all", "mgap_base_res": 10.0, "per_request": per}
+        row |= {f"{p}_effect_{k}": 0.0 for p in ("gap", "mgap") for k in ("add_R", "ablate_R", "random")}
+        row |= {"gap_effect_ablate_R": float(after.mean() - 1), "gap_effect_ablate_random": 0.0}
+        row |= {"mgap_effect_ablate_random": 0.0}
+        beh, probes = {"spec_agreement_af": 1.0}, [{"auroc_researcher": 0.9}]
+        study[kind] = {"steering": [row], "behaviour": beh, "probes": probes}
+    return study
+
+
+def test_a_report_without_the_count_is_recomputed_from_its_per_request_data(tmp_path):
+    """A held-out-era report written before the predicted-side count gets it from its own per-request
+    data, after the recomputation reproduced its stored intervals; a report whose intervals it does not
+    reproduce is refused."""
+    from probes.lora_studies import organism_verdict
+    from probes.report import to_jsonable
+
+    study = _per_request_study()
+    verdict = organism_verdict(study, n_boot=200, seed=3)
+    for t in TESTS:
+        del verdict[t]["difference_predicted_side"]
+    report = {
+        "experiment": "organisms",
+        "config": {"seed": 3, "n_boot": 200},
+        "study": study,
+        "verdict": verdict,
+    }
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(to_jsonable(report)))
+    (got,) = load([path])
+    side = got["verdict"]["gap_effect_ablate_R"]["difference_predicted_side"]
+    assert got["recomputed"] and (side["k"], side["n"]) == (8, 8)
+    assert "counted from the report's per-request data" in summarize([got])[0]
+    report["verdict"]["gap_effect_ablate_R"]["difference_ci"] = {"mean": 0.0, "lo": -1.0, "hi": 1.0}
+    path.write_text(json.dumps(to_jsonable(report)))
+    with pytest.raises(ValueError, match="does not reproduce"):
+        load([path])

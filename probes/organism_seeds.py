@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 TESTS = {
@@ -128,17 +129,38 @@ def summarize(reports: list[dict]) -> tuple[str, dict]:
     return text, summary
 
 
+@dataclass
+class SeedsOptions:
+    """The organism reports to put side by side (one per training seed) and where to write the table."""
+
+    reports: list[str] = field(
+        metadata={"positional": True, "help": "organisms.json of each training seed's run"}
+    )
+    out: str = field(
+        default="", metadata={"help": "write the markdown here (and the summary beside it as .json)"}
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("reports", nargs="+", type=Path, help="organisms.json of each training seed's run")
-    p.add_argument("--out", type=Path, help="write the markdown here (and the summary beside it as .json)")
-    args = p.parse_args(argv)
-    text, summary = summarize(load(args.reports))
-    print(text)
-    if args.out:
-        args.out.write_text(text)
-        args.out.with_suffix(".json").write_text(json.dumps(summary, indent=1))
-    return 0
+    from latent.args import add_config_arguments, config_from_args, run_script
+
+    def run(args: argparse.Namespace) -> int:
+        opts = config_from_args(SeedsOptions, args, files=False)
+        text, summary = summarize(load([Path(r) for r in opts.reports]))
+        print(text)
+        if opts.out:
+            out = Path(opts.out)
+            out.write_text(text)
+            out.with_suffix(".json").write_text(json.dumps(summary, indent=1))
+        return 0
+
+    return run_script(
+        "python -m probes.organism_seeds",
+        __doc__,
+        lambda p: add_config_arguments(p, SeedsOptions, files=False),
+        run,
+        argv,
+    )
 
 
 if __name__ == "__main__":

@@ -114,14 +114,13 @@ def compare_first_actions(
     for i, lg in enumerate(legal):
         ids = torch.tensor([first[a] for a in lg])
         a, b = torch.log_softmax(lp_sft[i, ids], -1), torch.log_softmax(lp_grpo[i, ids], -1)
-        legal_changed += int(a.argmax() != b.argmax())
+        choice = {"sft": lg[int(a.argmax())], "grpo": lg[int(b.argmax())]}
+        legal_changed += int(choice["sft"] != choice["grpo"])
         kl_legal.append(float((b.exp() * (b - a)).sum()))
-        for name, row in (("sft", a), ("grpo", b)):
-            act = lg[int(row.argmax())]
+        for name, act in choice.items():
             picks[name][act] = picks[name].get(act, 0) + 1
-        if best is not None:
-            at_best["sft"] += int(lg[int(a.argmax())] == best[i])
-            at_best["grpo"] += int(lg[int(b.argmax())] == best[i])
+            if best is not None:
+                at_best[name] += int(act == best[i])
     n = len(legal)
     extra = {f"{name}_choices": dict(sorted(c.items())) for name, c in picks.items()}
     if best is not None:

@@ -139,9 +139,11 @@ def predicted_side_share(diffs: np.ndarray, clusters: np.ndarray, predicted: str
     per = cluster_means(diffs, clusters)
     if not len(per):
         raise ValueError("`diffs` is empty: no cluster to count.")
+    from eval.report import wilson
+
     k = int((per > 0).sum() if predicted == "greater" else (per < 0).sum())
-    ci = sps.binomtest(k, len(per)).proportion_ci(confidence_level=0.95, method="wilson")
-    return {"k": k, "n": len(per), "rate": k / len(per), "lo": float(ci.low), "hi": float(ci.high)}
+    lo, hi = wilson(k, len(per))
+    return {"k": k, "n": len(per), "rate": k / len(per), "lo": lo, "hi": hi}
 
 
 def decide(ci: dict, predicted: str = "greater", null: float = 0.0, smallest: float | None = None) -> str:

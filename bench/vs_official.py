@@ -9,8 +9,10 @@ Nothing of the official repository is part of latentworks: it is imported from -
 with the small documented adapters of `bench/official_adapter.py` (transformers-5 cache length, no vLLM
 needed on its HF path, greedy decoding, the project's prompts).
 
-Two comparisons, both greedy, float32, timed interleaved (official then ours, then ours then official,
-...) so contention from other jobs on a shared machine falls on both sides alike; each ratio is official
+The official code runs float32 (the only dtype it loads on a CPU); ours runs `--dtype`, by default the
+project's CPU default (bfloat16 on a CPU with hardware bf16, as `latentworks demo`; `--dtype float32` for
+equal precision). Thoughts are always compared in float32. Two comparisons, both greedy, timed
+interleaved (official then ours, then ours then official, ...) so contention from other jobs on a shared machine falls on both sides alike; each ratio is official
 time / our time, reported as the median over repetitions (or chunks) with its range:
 
 - latent loop: one agent's prompt read (prefill) + k latent steps, batch 1 and 16. Ours is what
@@ -104,9 +106,17 @@ def work_ceiling(official_mask: torch.Tensor, our_mask: torch.Tensor, steps: int
 
 
 def latent_loop(
-    off, wrapper, m: LatentModel, msgs: list[list[dict]], steps: int, repeats: int, sb: dict
+    off,
+    wrapper,
+    m: LatentModel,
+    msgs: list[list[dict]],
+    steps: int,
+    repeats: int,
+    sb: dict,
+    check: LatentModel | None = None,
 ) -> dict:
-    """Prefill of one agent's prompt + `steps` latent steps, both sides, on the same chat messages."""
+    """Prefill of one agent's prompt + `steps` latent steps, both sides, on the same chat messages. Ours
+    is timed with `m`; thoughts are compared with `check` (a float32 copy) where `m` runs another dtype."""
     import torch
     from official_adapter import record_thoughts
 
@@ -130,25 +140,27 @@ def latent_loop(
         wrapper.generate_latent_batch(o_ids, attention_mask=o_mask, latent_steps=steps)
         return torch.stack(seen, 1)
 
-    def ours():
-        mem = WorkingMemory(m)
+    def ours(model: LatentModel = m):
+        mem = WorkingMemory(model)
         st, pid = mem.write_tokens("planner", "prompt", enc["input_ids"], enc["attention_mask"], None, [])
         st, lid = mem.write_latent("planner", st, steps, [pid], owned=True)
         return mem.segments[lid].embeds
 
     official(), ours()  # warm-up
-    t_off, t_ours, th_off, th_ours = _interleaved(official, ours, repeats)
+    t_off, t_ours, th_off, th_timed = _interleaved(official, ours, repeats)
+    th_ours = th_timed if check is None or check is m else ours(check).float()
     right = o_mask.bool().all(1).nonzero().squeeze(1)  # rows the official code reads correctly
     wrong = (~o_mask.bool().all(1)).nonzero().squeeze(1)
     diff = thought_diff(th_off, th_ours, right)
     fixed = None
-    if diff > 1e-2 and hasattr(m.aligner, "target_norm"):
+    ref = check or m
+    if diff > 1e-2 and hasattr(ref.aligner, "target_norm"):
         # the official target norm is the raw embedding rows' mean norm; a model that scales its
         # embeddings (Gemma) feeds inputs at another norm. Rerun it once with ours to show that the
         # norm is the only difference.
         key = id(wrapper.model)
         original = wrapper._latent_realign_matrices[key]
-        wrapper._latent_realign_matrices[key] = (original[0], torch.tensor(m.aligner.target_norm))
+        wrapper._latent_realign_matrices[key] = (original[0], torch.tensor(ref.aligner.target_norm))
         try:
             fixed = thought_diff(official(), th_ours, right)
         finally:  # later batches run the official code as it is
@@ -164,6 +176,8 @@ def latent_loop(
         "rows_checked": int(right.numel()),
         "padded_rows_max_rel_diff": thought_diff(th_off, th_ours, wrong),
         "official_padding_side": wrapper.tokenizer.padding_side,
+        "ours_dtype": str(m.dtype).removeprefix("torch."),
+        "timed_vs_float32_rel_diff": thought_diff(th_timed.float(), th_ours, torch.arange(len(msgs))),
     }
 
 
@@ -271,6 +285,15 @@ class VsOfficialBench:
     )
     skip_e2e: bool = field(default=False, metadata={"switch": True, "help": "latent loop only"})
     skip_latent: bool = field(default=False, metadata={"switch": True, "help": "end to end only"})
+    dtype: str | None = field(
+        default=None,
+        metadata={
+            "help": "our dtype in the timed runs (default: the project's CPU default, as `latentworks demo`: "
+            "bfloat16 on a CPU with hardware bf16, else float32); thoughts are always checked in float32, "
+            "and the official code runs float32, the only dtype it loads on a CPU",
+            "choices": ("float32", "bfloat16"),
+        },
+    )
     threads: int = field(default=1, metadata={"help": "torch CPU threads"})
     json: str | None = field(default=None, metadata={"help": "write the ratios (and details) here"})
 
@@ -300,8 +323,12 @@ def run(ns: argparse.Namespace) -> int:
     from latent.catalogue import is_pulled, pulled_path
 
     path = str(pulled_path(args.model)) if is_pulled(args.model) else args.model
+    from eval.demo import demo_dtype
+
+    dtype = args.dtype or demo_dtype() or "float32"
     off = load_official(root)
-    m = load_model(path, dtype=torch.float32, realign=args.realign)
+    check = load_model(path, dtype=torch.float32, realign=args.realign)
+    m = check if dtype == "float32" else load_model(path, dtype=dtype, realign=args.realign)
     wrapper = off.models.ModelWrapper(
         path,
         torch.device("cpu"),
@@ -321,8 +348,9 @@ def run(ns: argparse.Namespace) -> int:
     ).items
 
     print(
-        f"official LatentMAS {off.commit[:12]} ({root}) vs latentworks; model {args.model}, float32, "
-        f"{args.threads} thread(s), realign {args.realign}, {args.steps} latent steps"
+        f"official LatentMAS {off.commit[:12]} ({root}) vs latentworks; model {args.model}, official "
+        f"float32, ours {dtype} (thoughts checked in float32), {args.threads} thread(s), realign "
+        f"{args.realign}, {args.steps} latent steps"
     )
     out: dict = {
         "official_commit": off.commit,
@@ -330,12 +358,13 @@ def run(ns: argparse.Namespace) -> int:
         "steps": args.steps,
         "realign": args.realign,
         "threads": args.threads,
+        "ours_dtype": dtype,
     }
-    out["step_bytes"] = sb = step_bytes(m)
+    out["step_bytes"] = sb = step_bytes(check)
     print(
         f"\nweights read per latent step: ours {sb['layers_mb']:.0f} MB (decoder layers), official "
         f"{sb['layers_mb'] + sb['lm_head_mb']:.0f} MB (+ LM head): at batch 1, where a step is bound by reading "
-        f"weights, the skipped LM head buys at most {sb['ceiling']:.2f}x"
+        f"weights, the skipped LM head buys at most {sb['ceiling']:.2f}x in equal precision"
     )
     print("\nlatent loop (prefill of the planner prompt + k latent steps)")
     print(
@@ -344,7 +373,7 @@ def run(ns: argparse.Namespace) -> int:
     )
     for b in [] if args.skip_latent else map(int, args.batches.split(",")):
         msgs = [prompt_for("planner", it.question) for it in items[:b]]
-        r = latent_loop(off, wrapper, m, msgs, args.steps, args.repeats, sb)
+        r = latent_loop(off, wrapper, m, msgs, args.steps, args.repeats, sb, check)
         out[f"latent_b{b}"] = r
         _write_json(args.json, out)
         q = r["ratio"]
@@ -353,6 +382,7 @@ def run(ns: argparse.Namespace) -> int:
             f"{q['min']:.2f}-{q['max']:.2f} | {r['work_ceiling']:>12.2f} | {r['thought_max_rel_diff']:>20.2e} "
             f"| {r['rows_checked']}/{b}"
             f" (padded rows: {r['padded_rows_max_rel_diff']:.2e}, official pads {r['official_padding_side']})"
+            + ("" if check is m else f"; ours {dtype} vs float32 {r['timed_vs_float32_rel_diff']:.2e}")
         )
 
     if not args.skip_e2e:

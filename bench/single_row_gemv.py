@@ -6,7 +6,9 @@
 A bf16 `LatentModel` on a CPU computes single rows (latent steps, batch-1 decoding) with `torch.mv`,
 which is faster there than the oneDNN matmul behind `F.linear`. Both settings run interleaved in one
 process on the same rg:gsm_symbolic planner prompt: the prompt read, k latent steps, then a greedy
-decode; thoughts and tokens of the two are compared.
+decode; thoughts and tokens of the two are compared. A microbenchmark first times one row through
+matrices of the model's decoder-layer shapes (random weights): `F.linear` in float32 and bfloat16,
+`torch.mv` in bfloat16.
 """
 
 from __future__ import annotations
@@ -35,6 +37,38 @@ class SingleRowGemvBench:
     threads: int = field(default=1, metadata={"help": "torch CPU threads"})
 
 
+def layer_matrices(config, dtype) -> list:
+    """Random weights of every decoder layer's seven projections (q, k, v, o, gate, up, down)."""
+    import torch
+
+    d, f = config.hidden_size, config.intermediate_size
+    hd = getattr(config, "head_dim", None) or d // config.num_attention_heads
+    q, kv = config.num_attention_heads * hd, config.num_key_value_heads * hd
+    shapes = [(q, d), (kv, d), (kv, d), (d, q), (f, d), (f, d), (d, f)]
+    return [torch.randn(o, i, dtype=dtype) for _ in range(config.num_hidden_layers) for o, i in shapes]
+
+
+def matmul_ms(weights: list, use_mv: bool, repeats: int) -> float:
+    """Median milliseconds for one row through every matrix in `weights`."""
+    import torch
+    import torch.nn.functional as F
+
+    rows = {w.shape[1]: torch.randn(1, w.shape[1], dtype=w.dtype) for w in weights}
+
+    def once() -> None:
+        for w in weights:
+            x = rows[w.shape[1]]
+            torch.mv(w, x[0]) if use_mv else F.linear(x, w)
+
+    once()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        once()
+        times.append(time.perf_counter() - t0)
+    return 1000 * statistics.median(times)
+
+
 def run(ns: argparse.Namespace) -> int:
     args = config_from_args(SingleRowGemvBench, ns)
     import torch
@@ -50,6 +84,14 @@ def run(ns: argparse.Namespace) -> int:
     if m.device.type != "cpu":
         print("single_row_gemv: skipped: the single-row path is for CPUs only", file=sys.stderr)
         return 2
+    text = m.config.get_text_config(decoder=True)
+    w32, w16 = layer_matrices(text, torch.float32), layer_matrices(text, torch.bfloat16)
+    print(f"one row through the {len(w32)} decoder-layer matrices (random weights of the model's shapes):")
+    print(
+        f"F.linear float32 {matmul_ms(w32, False, args.repeats):.1f} ms, F.linear bfloat16 "
+        f"{matmul_ms(w16, False, args.repeats):.1f} ms, torch.mv bfloat16 {matmul_ms(w16, True, args.repeats):.1f} ms\n"
+    )
+    del w32, w16
     item = load_task("rg:gsm_symbolic", limit=1).items[0]
     enc = m.encode([PromptSet.load("default").messages("planner", item.question)])
 

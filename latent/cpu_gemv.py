@@ -2,9 +2,9 @@
 
 A latent step (and a batch-1 decode step) multiplies one row by every weight matrix. For a bfloat16
 row on a CPU, `F.linear` goes through a oneDNN matmul that runs at about the speed of float32 there
-(SmolLM2-135M's 30 decoder layers: 32.7 ms in bf16 against 34.3 ms in fp32 per step, one thread), so
-bf16 buys nothing at batch 1; `torch.mv` on the same weights takes 24.3 ms and gives the same numbers
-(a batch-1 latent loop's thoughts are bitwise equal). `route_single_rows` points each `nn.Linear` of a
+(SmolLM2-135M's 210 decoder-layer matrices: 27.8 ms in bf16 against 29.0 ms in fp32, one thread), so
+bf16 buys little at batch 1; `torch.mv` takes 20.7 ms and gives the same numbers (a batch-1 latent
+loop's thoughts are bitwise equal; `bench/single_row_gemv.py`). `route_single_rows` points each `nn.Linear` of a
 model at that path for exactly those inputs; anything else (more rows, float32, autograd, another
 device) runs `F.linear` as before.
 """

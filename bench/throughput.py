@@ -4,7 +4,8 @@
         --plot bench/results/throughput_smollm2.png --json bench/results/throughput_smollm2.json
 
 Every method runs the sequential graph (single: the final agent alone) on the same rg:gsm_symbolic
-questions, greedy, float32. At each batch size the three methods run one after another in a rotating
+questions, greedy, in `--dtype` (default: the project's CPU default, bfloat16 on a CPU with hardware
+bf16, as `latentworks demo`; `--dtype float32` otherwise). At each batch size the three methods run one after another in a rotating
 order, so load from other jobs on a shared machine is spread over all three.
 """
 
@@ -30,7 +31,7 @@ def _save(args, rows: list[dict]) -> None:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps({"args": asdict(args), "rows": rows}, indent=1))
     if args.plot:
-        plot(rows, args.plot, f"{args.model}, sequential graph, {args.threads} CPU thread(s)")
+        plot(rows, args.plot, f"{args.model}, {args.dtype}, sequential, {args.threads} thread(s)")
 
 
 def plot(rows: list[dict], path: str, title: str) -> None:
@@ -64,6 +65,13 @@ class ThroughputBench:
     )
     steps: int = field(default=8, metadata={"help": "latent steps per agent (latent_mas)"})
     max_new_tokens: int = field(default=32, metadata={"help": "decode budget per decoding agent"})
+    dtype: str | None = field(
+        default=None,
+        metadata={
+            "help": "model dtype (default: bfloat16 on a CPU with hardware bf16, as the demo, else float32)",
+            "choices": ("float32", "bfloat16"),
+        },
+    )
     threads: int = field(default=1, metadata={"help": "torch CPU threads"})
     plot: str | None = field(default=None, metadata={"help": "write a PNG plot here"})
     json: str | None = field(default=None, metadata={"help": "write the rows (and these settings) here"})
@@ -83,17 +91,19 @@ def run(ns: argparse.Namespace) -> int:
 
     import agents
     from agents.config import RunConfig
+    from eval.demo import demo_dtype
     from eval.tasks import load_task
     from latent import load_model
 
-    m = load_model(args.model, dtype=torch.float32)
+    args.dtype = args.dtype or demo_dtype() or "float32"
+    m = load_model(args.model, dtype=args.dtype)
     questions = [it.question for it in load_task("rg:gsm_symbolic", limit=args.questions).items]
     agents.run(
         "sequential", m, questions[:1], method="latent_mas", latent_steps=1, max_new_tokens=2
     )  # warm-up
     rows = []
     print(
-        f"model {args.model}, float32, {args.threads} thread(s), {args.questions} questions, "
+        f"model {args.model}, {args.dtype}, {args.threads} thread(s), {args.questions} questions, "
         f"{args.steps} latent steps, up to {args.max_new_tokens} new tokens per decoding agent"
     )
     print(f"{'batch':>5} | " + " | ".join(f"{mth + ' q/s':>14}" for mth in METHODS) + " | tokens (s/t/l)")

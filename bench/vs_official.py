@@ -12,8 +12,9 @@ needed on its HF path, greedy decoding, the project's prompts).
 The official code runs float32 (the only dtype it loads on a CPU); ours runs `--dtype`, by default the
 project's CPU default (bfloat16 on a CPU with hardware bf16, as `latentworks demo`; `--dtype float32` for
 equal precision). Thoughts are always compared in float32. Two comparisons, both greedy, timed
-interleaved (official then ours, then ours then official, ...) so contention from other jobs on a shared machine falls on both sides alike; each ratio is official
-time / our time, reported as the median over repetitions (or chunks) with its range:
+interleaved (official then ours, then ours then official, ...) so contention from other jobs on a shared
+machine falls on both sides alike; each ratio is official time / our time, reported as the median over
+repetitions (or chunks) with its range:
 
 - latent loop: one agent's prompt read (prefill) + k latent steps, batch 1 and 16. Ours is what
   `agents.run` does for an agent (`WorkingMemory.write_tokens` + `write_latent`); the official one is
@@ -317,14 +318,13 @@ def run(ns: argparse.Namespace) -> int:
     from agents.graph import Graph
     from agents.latentmas import question_in_memory
     from agents.prompts import PromptSet
+    from eval.demo import demo_dtype
     from eval.report import wilson
     from eval.tasks import load_task
     from latent import load_model
     from latent.catalogue import is_pulled, pulled_path
 
     path = str(pulled_path(args.model)) if is_pulled(args.model) else args.model
-    from eval.demo import demo_dtype
-
     dtype = args.dtype or demo_dtype() or "float32"
     off = load_official(root)
     check = load_model(path, dtype=torch.float32, realign=args.realign)

@@ -8,7 +8,8 @@ distribution and of the distribution renormalised over the legal actions. Rates 
 
 Given the run's offline rewards (`reward_best_actions`), it also counts how often each model's constrained
 choice is the legal action those rewards score highest: where SFT already picks it, GRPO has no reason to
-change the choice, so that share bounds how many choices the rewards can move.
+change the choice, so that share bounds how many choices the rewards can move. `reward_by_action` gives
+each action's mean reward where legal and how often it is the best one.
 
 `python bench/dlm_policy_shift.py RUN_DIR --seeds 0 1 2 --prompts 240 --out report.json`
 """
@@ -26,7 +27,14 @@ from finetune.dlm.decoding import action_token_ids
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-__all__ = ["compare_first_actions", "first_action_logits", "policy_shift"]
+__all__ = [
+    "action_rewards",
+    "compare_first_actions",
+    "first_action_logits",
+    "policy_shift",
+    "reward_best_actions",
+    "reward_by_action",
+]
 
 
 @torch.no_grad()
@@ -75,16 +83,20 @@ def policy_shift(
         model = AutoModelForCausalLM.from_pretrained(str(d), dtype=torch.float32).eval()
         lp[name] = first_action_logits(model, tok, prompts, batch_size)
         del model
-    best = reward_best_actions(samples, rewards, weights) if rewards else None
-    return compare_first_actions(lp["sft"], lp["grpo"], first, [s["legal"] for s in samples], best)
+    scores = action_rewards(samples, rewards, weights) if rewards else None
+    best = [max(sc, key=sc.__getitem__) for sc in scores] if scores else None
+    report = compare_first_actions(lp["sft"], lp["grpo"], first, [s["legal"] for s in samples], best)
+    return report | ({"reward_by_action": reward_by_action(scores)} if scores else {})
 
 
-def reward_best_actions(samples: list[dict[str, Any]], rewards: list[Any], weights: list[float]) -> list[int]:
-    """For each sample, the legal action the GRPO rewards (`rewards.reward_functions`, weighted by
-    `weights` as GRPO weighs them; a None score counts 0, as TRL sums it) score highest; the first wins a tie."""
+def action_rewards(
+    samples: list[dict[str, Any]], rewards: list[Any], weights: list[float]
+) -> list[dict[int, float]]:
+    """For each sample, the weighted GRPO reward of every legal action (`rewards.reward_functions`,
+    weighted by `weights` as GRPO weighs them; a None score counts 0, as TRL sums it)."""
     from finetune.dlm.dialogue import render_action
 
-    best = []
+    out = []
     for s in samples:
         legal = list(s["legal"])
         comps = [[{"role": "assistant", "content": render_action(s["env"], a)}] for a in legal]
@@ -93,8 +105,31 @@ def reward_best_actions(samples: list[dict[str, Any]], rewards: list[Any], weigh
         for fn, w in zip(rewards, weights):
             for j, r in enumerate(fn(completions=comps, **cols)):
                 total[j] += w * (r or 0.0)
-        best.append(legal[max(range(len(legal)), key=total.__getitem__)])
-    return best
+        out.append(dict(zip(legal, total)))
+    return out
+
+
+def reward_best_actions(samples: list[dict[str, Any]], rewards: list[Any], weights: list[float]) -> list[int]:
+    """For each sample, the legal action the weighted GRPO rewards (`action_rewards`) score highest; the
+    first legal action wins a tie."""
+    return [max(scores, key=scores.__getitem__) for scores in action_rewards(samples, rewards, weights)]
+
+
+def reward_by_action(scores: list[dict[int, float]]) -> dict[int, dict[str, float]]:
+    """Per action, over the samples where it is legal: its mean weighted reward, on how many samples it is
+    legal and on how many it is the reward-best. Shows how strongly the rewards separate the actions on
+    average (a collapsed policy plays one action everywhere) against how the best action varies per state."""
+    table: dict[int, dict[str, float]] = {}
+    for sc in scores:
+        best = max(sc, key=sc.__getitem__)
+        for a, r in sc.items():
+            row = table.setdefault(a, {"mean_reward": 0.0, "legal": 0, "best": 0})
+            row["mean_reward"] += r
+            row["legal"] += 1
+            row["best"] += int(a == best)
+    for row in table.values():
+        row["mean_reward"] /= row["legal"]
+    return dict(sorted(table.items()))
 
 
 def compare_first_actions(

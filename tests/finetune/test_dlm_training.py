@@ -343,3 +343,16 @@ def test_reward_best_action_weighs_the_grpo_rewards():
     assert reward_best_actions([good, medium], funcs, [0.5, 1.0, 1.0, 0.5]) == [1, 3]
     assert reward_best_actions([good], funcs, [0.5, 1.0, 0.1, 1.0]) == [3]
     assert reward_best_actions([medium], reward_functions("none", ["good"]), [0.5, 1.0, 1.0]) == [0]
+
+
+def test_reward_by_action_averages_where_legal_and_counts_the_best():
+    """Known answer: means are taken over the samples where an action is legal, and ties go to the first
+    legal action as in `reward_best_actions`."""
+    from finetune.dlm.policy_shift import reward_by_action
+
+    table = reward_by_action([{1: 0.5, 2: -0.5}, {1: 0.0, 2: 0.0, 5: 1.0}, {2: 0.25}])
+    assert table == {
+        1: {"mean_reward": 0.25, "legal": 2, "best": 1},
+        2: {"mean_reward": -0.25 / 3, "legal": 3, "best": 1},
+        5: {"mean_reward": 1.0, "legal": 1, "best": 1},
+    }

@@ -4,9 +4,9 @@ A latent step (and a batch-1 decode step) multiplies one row by every weight mat
 row on a CPU, `F.linear` goes through a oneDNN matmul that runs at about the speed of float32 there
 (SmolLM2-135M's 210 decoder-layer matrices: 27.8 ms in bf16 against 29.0 ms in fp32, one thread), so
 bf16 buys little at batch 1; `torch.mv` takes 20.7 ms and gives the same numbers (a batch-1 latent
-loop's thoughts are bitwise equal; `bench/single_row_gemv.py`). `route_single_rows` points each `nn.Linear` of a
-model at that path for exactly those inputs; anything else (more rows, float32, autograd, another
-device) runs `F.linear` as before.
+loop's thoughts are bitwise equal; `bench/single_row_gemv.py`). `route_single_rows` points each
+`nn.Linear` of a model at that path for exactly those inputs; anything else (more rows, float32,
+autograd, another device) runs `F.linear` as before.
 """
 
 from __future__ import annotations
@@ -53,9 +53,7 @@ def unroute_single_rows(model: nn.Module) -> int:
     """Undo `route_single_rows`: every routed `nn.Linear` runs `F.linear` again; returns how many."""
     n = 0
     for module in model.modules():
-        if module.__dict__.get("forward") is not None and getattr(module.forward, "__func__", None) is (
-            single_row_linear
-        ):
+        if getattr(module.__dict__.get("forward"), "__func__", None) is single_row_linear:
             del module.forward
             n += 1
     return n

@@ -26,6 +26,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy import stats as sps
 
+from eval.report import wilson
+
 __all__ = [
     "INVALID",
     "cluster_bootstrap",
@@ -139,8 +141,6 @@ def predicted_side_share(diffs: np.ndarray, clusters: np.ndarray, predicted: str
     per = cluster_means(diffs, clusters)
     if not len(per):
         raise ValueError("`diffs` is empty: no cluster to count.")
-    from eval.report import wilson
-
     k = int((per > 0).sum() if predicted == "greater" else (per < 0).sum())
     lo, hi = wilson(k, len(per))
     return {"k": k, "n": len(per), "rate": k / len(per), "lo": lo, "hi": hi}

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "action_rewards",
+    "best_action",
     "compare_first_actions",
     "first_action_logits",
     "policy_shift",
@@ -84,7 +85,7 @@ def policy_shift(
         lp[name] = first_action_logits(model, tok, prompts, batch_size)
         del model
     scores = action_rewards(samples, rewards, weights) if rewards else None
-    best = [max(sc, key=sc.__getitem__) for sc in scores] if scores else None
+    best = [best_action(sc) for sc in scores] if scores else None
     report = compare_first_actions(lp["sft"], lp["grpo"], first, [s["legal"] for s in samples], best)
     return report | ({"reward_by_action": reward_by_action(scores)} if scores else {})
 
@@ -109,10 +110,14 @@ def action_rewards(
     return out
 
 
+def best_action(scores: dict[int, float]) -> int:
+    """The action with the highest score; the first (in legal-action order) wins a tie."""
+    return max(scores, key=scores.__getitem__)
+
+
 def reward_best_actions(samples: list[dict[str, Any]], rewards: list[Any], weights: list[float]) -> list[int]:
-    """For each sample, the legal action the weighted GRPO rewards (`action_rewards`) score highest; the
-    first legal action wins a tie."""
-    return [max(scores, key=scores.__getitem__) for scores in action_rewards(samples, rewards, weights)]
+    """For each sample, the legal action the weighted GRPO rewards (`action_rewards`) score highest."""
+    return [best_action(scores) for scores in action_rewards(samples, rewards, weights)]
 
 
 def reward_by_action(scores: list[dict[int, float]]) -> dict[int, dict[str, float]]:
@@ -121,7 +126,7 @@ def reward_by_action(scores: list[dict[int, float]]) -> dict[int, dict[str, floa
     average (a collapsed policy plays one action everywhere) against how the best action varies per state."""
     table: dict[int, dict[str, float]] = {}
     for sc in scores:
-        best = max(sc, key=sc.__getitem__)
+        best = best_action(sc)
         for a, r in sc.items():
             row = table.setdefault(a, {"mean_reward": 0.0, "legal": 0, "best": 0})
             row["mean_reward"] += r

@@ -1,12 +1,13 @@
-"""Single-row bfloat16 matmuls on a CPU through `torch.mv`.
+"""Few-row bfloat16 matmuls on a CPU, with the weight as the left operand.
 
-A latent step (and a batch-1 decode step) multiplies one row by every weight matrix. For a bfloat16
-row on a CPU, `F.linear` goes through a oneDNN matmul that runs at about the speed of float32 there
-(SmolLM2-135M's 210 decoder-layer matrices: 27.8 ms in bf16 against 29.0 ms in fp32, one thread), so
-bf16 buys little at batch 1; `torch.mv` takes 20.7 ms and gives the same numbers (a batch-1 latent
-loop's thoughts are bitwise equal; `bench/single_row_gemv.py`). `route_single_rows` points each
-`nn.Linear` of a model at that path for exactly those inputs; anything else (more rows, float32,
-autograd, another device) runs `F.linear` as before.
+A latent step or a decode step multiplies a few rows (one per batch row) by every weight matrix. For
+bfloat16 rows on a CPU, `F.linear(x, W)` goes through a oneDNN matmul that runs at about the speed of
+float32 there; the same product taken as `W @ x^T` is much faster and gives the same numbers for up to
+`FEW_ROWS` rows (bitwise equal on SmolLM2's and Gemma-3's shapes; `bench/few_row_matmul.py`), and a
+single row is fastest as `torch.mv`. SmolLM2-135M's 210 decoder-layer matrices at 16 rows: 28.4 ms
+through `F.linear`, 18.6 ms as `W @ x^T` (one thread). `route_few_rows` points each `nn.Linear` of a
+model at that path for exactly those inputs; anything else (more rows, float32, autograd, another
+device) runs `F.linear` as before.
 """
 
 from __future__ import annotations
@@ -17,43 +18,49 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["route_single_rows", "single_row_linear", "unroute_single_rows"]
+__all__ = ["FEW_ROWS", "few_row_linear", "route_few_rows", "unroute_few_rows"]
+
+# above this many rows the two products round differently (and a prompt read is compute-bound anyway)
+FEW_ROWS = 32
 
 
-def single_row_linear(self: nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    """`nn.Linear.forward`, with a single bf16 CPU row computed by `torch.mv`."""
+def few_row_linear(self: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    """`nn.Linear.forward`, with up to `FEW_ROWS` bf16 CPU rows computed as `W @ x^T` (one: `torch.mv`).
+    The result is made contiguous: later reductions (norms) over a transposed layout round differently."""
     w = self.weight
+    rows = x.numel() // self.in_features
     if (
-        x.dtype == torch.bfloat16
+        0 < rows <= FEW_ROWS
+        and x.dtype == torch.bfloat16
         and w.dtype == torch.bfloat16
-        and x.device.type == "cpu"
-        and w.device.type == "cpu"
-        and x.numel() == self.in_features
+        and x.is_cpu
+        and w.is_cpu
         and not (torch.is_grad_enabled() and (x.requires_grad or w.requires_grad))
     ):
-        y = torch.mv(w, x.reshape(-1))
+        flat = x.reshape(rows, self.in_features)
+        y = torch.mv(w, flat[0]) if rows == 1 else (w @ flat.T).T.contiguous()
         if self.bias is not None:
             y = y + self.bias
         return y.view(*x.shape[:-1], self.out_features)
     return F.linear(x, w, self.bias)
 
 
-def route_single_rows(model: nn.Module) -> int:
-    """Give every plain `nn.Linear` of `model` the single-row path; returns how many were routed.
+def route_few_rows(model: nn.Module) -> int:
+    """Give every plain `nn.Linear` of `model` the few-row path; returns how many were routed.
     Subclasses (quantized or adapter layers) keep their own forward; an adapter's base layer is routed."""
     n = 0
     for module in model.modules():
         if type(module) is nn.Linear and "forward" not in module.__dict__:
-            module.forward = types.MethodType(single_row_linear, module)
+            module.forward = types.MethodType(few_row_linear, module)
             n += 1
     return n
 
 
-def unroute_single_rows(model: nn.Module) -> int:
-    """Undo `route_single_rows`: every routed `nn.Linear` runs `F.linear` again; returns how many."""
+def unroute_few_rows(model: nn.Module) -> int:
+    """Undo `route_few_rows`: every routed `nn.Linear` runs `F.linear` again; returns how many."""
     n = 0
     for module in model.modules():
-        if getattr(module.__dict__.get("forward"), "__func__", None) is single_row_linear:
+        if getattr(module.__dict__.get("forward"), "__func__", None) is few_row_linear:
             del module.forward
             n += 1
     return n

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from latent.cpu_gemv import route_single_rows
+from latent.cpu_gemv import route_few_rows
 from latent.hooks import Activations, capture_layers, steer_layer
 from latent.kv_cache import layer_tensors, new_cache
 from latent.masks import positional_masks, window_spec
@@ -122,7 +122,7 @@ class LatentModel:
         # read a padded batch in groups of similar length on CPU (`prefill`); False: always in one go
         self.group_pads = True
         if self.device.type == "cpu" and self.dtype == torch.bfloat16:
-            route_single_rows(hf)  # single bf16 rows (latent steps, batch-1 decoding) via torch.mv
+            route_few_rows(hf)  # few bf16 rows (latent steps, decoding) as W @ x^T: same numbers, faster
         # transformers renamed `past_key_values` to `cache` (5.2x); 5.19 silently ignores `cache=`.
         params = inspect.signature(self._backbone.forward).parameters
         self._cache_kw = "cache" if "cache" in params else "past_key_values"

@@ -1,50 +1,88 @@
-"""Single bf16 rows through `torch.mv` (`latent.cpu_gemv`): the same numbers as `F.linear`, taken only
-for single bf16 CPU rows without autograd, and routed on bf16 CPU models only."""
+"""Few bf16 rows as `W @ x^T` (`latent.cpu_gemv`): the same numbers as `F.linear`, taken only for up to
+`FEW_ROWS` bf16 CPU rows without autograd, and routed on bf16 CPU models only."""
 
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from latent.cpu_gemv import route_single_rows, single_row_linear, unroute_single_rows
+from latent.cpu_gemv import FEW_ROWS, few_row_linear, route_few_rows, unroute_few_rows
 
 
-def _counting_mv(monkeypatch) -> list[int]:
+def _counting(monkeypatch, name: str) -> list[int]:
     calls = []
-    real = torch.mv
+    real = getattr(torch, name)
 
-    def mv(*args, **kwargs):
+    def counted(*args, **kwargs):
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(torch, "mv", mv)
+    monkeypatch.setattr(torch, name, counted)
     return calls
+
+
+def _linear_rows(monkeypatch) -> list[int]:
+    """Rows of every `F.linear` call from here on."""
+    rows = []
+    real = F.linear
+
+    def counted(x, w, b=None):
+        rows.append(x.numel() // x.shape[-1])
+        return real(x, w, b)
+
+    monkeypatch.setattr(F, "linear", counted)
+    return rows
 
 
 @pytest.mark.parametrize("shape", [(37,), (1, 37), (1, 1, 37)])
 @pytest.mark.parametrize("bias", [True, False])
-def test_single_row_equals_linear(shape, bias, monkeypatch):
-    calls = _counting_mv(monkeypatch)
+def test_single_row_takes_mv_and_equals_linear(shape, bias, monkeypatch):
+    calls = _counting(monkeypatch, "mv")
     layer = nn.Linear(37, 23, bias=bias).to(torch.bfloat16)
     x = torch.randn(shape, dtype=torch.bfloat16)
     with torch.no_grad():
-        got = single_row_linear(layer, x)
+        got = few_row_linear(layer, x)
         want = F.linear(x, layer.weight, layer.bias)
     assert calls, "a single bf16 row must take the torch.mv path"
     assert got.shape == want.shape == (*shape[:-1], 23)
     torch.testing.assert_close(got.float(), want.float(), rtol=1e-2, atol=1e-2)
 
 
+@pytest.mark.parametrize("shape", [(2, 64), (4, 3, 64), (FEW_ROWS, 1, 64)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_few_rows_equal_linear_and_come_back_contiguous(shape, bias, monkeypatch):
+    """2..FEW_ROWS rows: W @ x^T, contiguous (a transposed result makes later norms round differently)."""
+    calls = _counting(monkeypatch, "mv")
+    linear = _linear_rows(monkeypatch)
+    layer = nn.Linear(64, 48, bias=bias).to(torch.bfloat16)
+    x = torch.randn(shape, dtype=torch.bfloat16)
+    with torch.no_grad():
+        got = few_row_linear(layer, x)
+        assert not calls and not linear, "2..FEW_ROWS bf16 rows must take the W @ x^T path"
+        want = F.linear(x, layer.weight, layer.bias)
+    assert got.shape == want.shape and got.is_contiguous()
+    torch.testing.assert_close(got.float(), want.float(), rtol=1e-2, atol=1e-2)
+
+
 @pytest.mark.parametrize(
-    "dtype, rows, grad", [(torch.float32, 1, False), (torch.bfloat16, 2, False), (torch.bfloat16, 1, True)]
+    "dtype, rows, grad",
+    [
+        (torch.float32, 1, False),
+        (torch.float32, 4, False),
+        (torch.bfloat16, FEW_ROWS + 1, False),
+        (torch.bfloat16, 1, True),
+        (torch.bfloat16, 4, True),
+    ],
 )
 def test_other_inputs_keep_linear(dtype, rows, grad, monkeypatch):
-    calls = _counting_mv(monkeypatch)
+    real = F.linear
+    seen = _linear_rows(monkeypatch)
     layer = nn.Linear(16, 8).to(dtype)
     x = torch.randn(rows, 16, dtype=dtype, requires_grad=grad)
-    out = single_row_linear(layer, x)
-    assert not calls
-    assert torch.equal(out, F.linear(x, layer.weight, layer.bias))
+    with torch.enable_grad() if grad else torch.no_grad():
+        out = few_row_linear(layer, x)
+    assert seen == [rows], "inputs outside the few-row path must run F.linear"
+    assert torch.equal(out, real(x, layer.weight, layer.bias))
     if grad:
         out.float().sum().backward()
         assert x.grad is not None and layer.weight.grad is not None
@@ -55,16 +93,17 @@ def test_route_skips_subclasses_and_is_idempotent():
         pass
 
     model = nn.Sequential(nn.Linear(4, 4), Custom(4, 4), nn.Sequential(nn.Linear(4, 2)))
-    assert route_single_rows(model) == 2
-    assert route_single_rows(model) == 0
+    assert route_few_rows(model) == 2
+    assert route_few_rows(model) == 0
     assert "forward" not in model[1].__dict__
-    assert unroute_single_rows(model) == 2
+    assert unroute_few_rows(model) == 2
     assert not any("forward" in mod.__dict__ for mod in model.modules())
 
 
-def test_bf16_cpu_model_is_routed_with_the_same_thoughts(tmp_path, monkeypatch):
-    """A bf16 LatentModel on a CPU routes its linears; batch-1 thoughts and text match the unrouted model,
-    and a float32 model is left alone."""
+@pytest.mark.parametrize("batch", [1, 3])
+def test_bf16_cpu_model_is_routed_with_the_same_thoughts(batch, tmp_path, monkeypatch):
+    """A bf16 LatentModel on a CPU routes its linears; thoughts and text match the unrouted model at batch 1
+    (torch.mv) and at a padded batch of 3 (W @ x^T), and a float32 model is left alone."""
     from latent import load_model
     from latent.testing import tiny_model
 
@@ -72,20 +111,21 @@ def test_bf16_cpu_model_is_routed_with_the_same_thoughts(tmp_path, monkeypatch):
     m = load_model(str(tmp_path), dtype="bfloat16", device="cpu")
     routed = [mod for mod in m.model.modules() if "forward" in mod.__dict__]
     assert routed and all(type(mod) is nn.Linear for mod in routed)
-    enc = m.encode(["Mia has 3 pencils and buys 4 more."])
+    texts = ["Mia has 3 pencils and buys 4 more.", "Tom reads.", "Sam walks 2 dogs and then 5 cats home."]
+    enc = m.encode(texts[:batch])
 
     def run():
         st = m.prefill(**enc)
         th, st = m.think(st, 4)
         return th, m.generate(state=st, max_new_tokens=5).tokens
 
-    calls = _counting_mv(monkeypatch)
+    linear = _linear_rows(monkeypatch)
     th, toks = run()
-    assert calls, "latent steps of a bf16 batch-1 model must take the torch.mv path"
-    assert unroute_single_rows(m.model) == len(routed)
-    calls.clear()
+    assert all(n > FEW_ROWS for n in linear), f"latent steps at batch {batch} must not run F.linear"
+    assert unroute_few_rows(m.model) == len(routed)
+    linear.clear()
     th_plain, toks_plain = run()
-    assert not calls
+    assert batch in linear
     torch.testing.assert_close(th.float(), th_plain.float(), rtol=2e-2, atol=2e-2)
     assert torch.equal(toks, toks_plain)
     fp32 = load_model(str(tmp_path), device="cpu")

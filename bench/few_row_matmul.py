@@ -1,0 +1,176 @@
+"""bfloat16 latent loop and decode on a CPU with and without the few-row matmul path (`latent.cpu_gemv`).
+
+    python bench/few_row_matmul.py --model smollm2-135m-instruct --batches 1,16 --repeats 6
+
+A bf16 `LatentModel` on a CPU computes up to `FEW_ROWS` rows (latent steps, decoding) as `W @ x^T`
+(one row: `torch.mv`), which is faster there than the oneDNN matmul behind `F.linear(x, W)`. Both
+settings run interleaved in one process on the same rg:gsm_symbolic planner prompts: the prompt read,
+k latent steps, then a greedy decode; thoughts and tokens of the two are compared bitwise. A
+microbenchmark first times the rows through matrices of the model's decoder-layer shapes (random
+weights): `F.linear` in float32 and bfloat16, the routed path in bfloat16.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from latent.args import add_config_arguments, config_from_args, run_script  # noqa: E402
+
+
+@dataclass
+class FewRowMatmulBench:
+    """Flags of the few-row matmul timing."""
+
+    model: str = field(default="smollm2-135m-instruct", metadata={"help": "load_model name or path"})
+    batches: str = field(default="1,16", metadata={"help": "comma-separated batch sizes (rows per step)"})
+    steps: int = field(default=8, metadata={"help": "latent steps after the prompt read"})
+    new_tokens: int = field(default=32, metadata={"help": "greedy tokens decoded after the thoughts"})
+    repeats: int = field(default=6, metadata={"help": "interleaved timings per setting"})
+    threads: int = field(default=1, metadata={"help": "torch CPU threads"})
+
+
+def layer_matrices(config, dtype) -> list:
+    """Random weights of every decoder layer's seven projections (q, k, v, o, gate, up, down)."""
+    import torch
+
+    d, f = config.hidden_size, config.intermediate_size
+    hd = getattr(config, "head_dim", None) or d // config.num_attention_heads
+    q, kv = config.num_attention_heads * hd, config.num_key_value_heads * hd
+    shapes = [(q, d), (kv, d), (kv, d), (d, q), (f, d), (f, d), (d, f)]
+    return [torch.randn(o, i, dtype=dtype) for _ in range(config.num_hidden_layers) for o, i in shapes]
+
+
+def matmul_ms(weights: list, rows: int, routed: bool, repeats: int) -> tuple[float, bool]:
+    """Median milliseconds for `rows` rows through every matrix in `weights`, and whether the routed
+    path's products equal `F.linear`'s bitwise."""
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    from latent.cpu_gemv import few_row_linear
+
+    xs = {w.shape[1]: torch.randn(rows, w.shape[1], dtype=w.dtype) for w in weights}
+    layers = []
+    for w in weights:
+        layer = nn.Linear(w.shape[1], w.shape[0], bias=False, dtype=w.dtype)
+        layer.weight = nn.Parameter(w, requires_grad=False)
+        layers.append(layer)
+    same = all(
+        torch.equal(few_row_linear(lay, xs[lay.in_features]), F.linear(xs[lay.in_features], lay.weight))
+        for lay in layers
+    )
+
+    def once() -> None:
+        for lay in layers:
+            x = xs[lay.in_features]
+            few_row_linear(lay, x) if routed else F.linear(x, lay.weight)
+
+    once()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        once()
+        times.append(time.perf_counter() - t0)
+    return 1000 * statistics.median(times), same
+
+
+def run(ns: argparse.Namespace) -> int:
+    args = config_from_args(FewRowMatmulBench, ns)
+    import torch
+
+    torch.set_num_threads(args.threads)
+    from agents.prompts import PromptSet
+    from eval.tasks import load_task
+    from latent import load_model
+    from latent.cpu_gemv import FEW_ROWS, route_few_rows, unroute_few_rows
+    from latent.memory import WorkingMemory
+
+    batches = [int(b) for b in args.batches.split(",")]
+    if any(b < 1 or b > FEW_ROWS for b in batches):
+        print(
+            f"few_row_matmul: --batches must lie in 1..{FEW_ROWS} (the routed range), got {args.batches}",
+            file=sys.stderr,
+        )
+        return 2
+    m = load_model(args.model, dtype=torch.bfloat16)
+    if m.device.type != "cpu":
+        print("few_row_matmul: skipped: the few-row path is for CPUs only", file=sys.stderr)
+        return 2
+    text = m.config.get_text_config(decoder=True)
+    with torch.no_grad():
+        w32, w16 = layer_matrices(text, torch.float32), layer_matrices(text, torch.bfloat16)
+        print(f"rows through the {len(w32)} decoder-layer matrices (random weights of the model's shapes):")
+        for b in batches:
+            f32, _ = matmul_ms(w32, b, False, args.repeats)
+            f16, _ = matmul_ms(w16, b, False, args.repeats)
+            r16, same = matmul_ms(w16, b, True, args.repeats)
+            print(
+                f"{b:>2} row(s): F.linear float32 {f32:.1f} ms, F.linear bfloat16 {f16:.1f} ms, routed "
+                f"bfloat16 {r16:.1f} ms; routed products equal F.linear's bitwise: {same}"
+            )
+    del w32, w16
+    items = load_task("rg:gsm_symbolic", limit=max(batches)).items
+    prompts = PromptSet.load("default")
+    print(
+        f"\n{args.model}, bfloat16, {args.steps} latent steps, {args.new_tokens} decoded tokens, "
+        f"{args.threads} thread(s), {args.repeats} interleaved repeats"
+    )
+    print(
+        f"{'batch':>5} | {'part':<26} | {'F.linear s':>10} | {'routed s':>8} | {'F.linear / routed':>17} | range"
+    )
+    for b in batches:
+        enc = m.encode([prompts.messages("planner", it.question) for it in items[:b]])
+
+        def one(routed: bool, enc=enc) -> dict:
+            (route_few_rows if routed else unroute_few_rows)(m.model)
+            mem = WorkingMemory(m)
+            t0 = time.perf_counter()
+            st, pid = mem.write_tokens("planner", "prompt", enc["input_ids"], enc["attention_mask"], None, [])
+            st, lid = mem.write_latent("planner", st, args.steps, [pid], owned=True)
+            t1 = time.perf_counter()
+            g = m.generate(state=st, max_new_tokens=args.new_tokens, eos_token_id=[])  # every token decoded
+            t2 = time.perf_counter()
+            return {
+                "loop": t1 - t0,
+                "decode": t2 - t1,
+                "thoughts": mem.segments[lid].embeds,
+                "tokens": g.tokens,
+            }
+
+        one(True), one(False)
+        runs: dict[bool, list[dict]] = {True: [], False: []}
+        for r in range(args.repeats):
+            for routed in (True, False) if r % 2 == 0 else (False, True):
+                runs[routed].append(one(routed))
+        route_few_rows(m.model)
+        a, c = runs[True][-1], runs[False][-1]
+        for part, label in (("loop", "prompt read + latent steps"), ("decode", "decode")):
+            ratios = [y[part] / x[part] for x, y in zip(runs[True], runs[False])]
+            print(
+                f"{b:>5} | {label:<26} | {statistics.median(y[part] for y in runs[False]):>10.3f} | "
+                f"{statistics.median(x[part] for x in runs[True]):>8.3f} | {statistics.median(ratios):>17.2f} | "
+                f"{min(ratios):.2f}-{max(ratios):.2f}"
+            )
+        print(
+            f"{b:>5} | thoughts bitwise equal: {torch.equal(a['thoughts'], c['thoughts'])}; decoded tokens "
+            f"identical: {torch.equal(a['tokens'], c['tokens'])}"
+        )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_script(
+        "bench/few_row_matmul.py", __doc__, partial(add_config_arguments, cls=FewRowMatmulBench), run, argv
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -2,12 +2,12 @@
 
 A latent step or a decode step multiplies a few rows (one per batch row) by every weight matrix. For
 bfloat16 rows on a CPU, `F.linear(x, W)` goes through a oneDNN matmul that runs at about the speed of
-float32 there; the same product taken as `W @ x^T` is much faster and gives the same numbers for up to
-`FEW_ROWS` rows (bitwise equal on SmolLM2's and Gemma-3's shapes; `bench/few_row_matmul.py`), and a
-single row is fastest as `torch.mv`. SmolLM2-135M's 210 decoder-layer matrices at 16 rows: 28.4 ms
-through `F.linear`, 18.6 ms as `W @ x^T` (one thread). `route_few_rows` points each `nn.Linear` of a
-model at that path for exactly those inputs; anything else (more rows, float32, autograd, another
-device) runs `F.linear` as before.
+float32 there; the same product taken as `W @ x^T` is faster and gives the same numbers for up to
+`FEW_ROWS` rows (bitwise equal on SmolLM2's and Gemma-3's shapes), and a single row is fastest as
+`torch.mv`. SmolLM2-135M's 210 decoder-layer matrices, one thread: 27.6 ms through `F.linear` against
+22.0 ms routed for one row, 32.6 against 25.5 ms for 16 rows, the transposing copy included
+(`bench/few_row_matmul.py`). `route_few_rows` points each `nn.Linear` of a model at that path for exactly
+those inputs; anything else (more rows, float32, autograd, another device) runs `F.linear` as before.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 A latent step or a decode step multiplies a few rows (one per batch row) by every weight matrix. For
 bfloat16 rows on a CPU, `F.linear(x, W)` goes through a oneDNN matmul that runs at about the speed of
 float32 there; the same product taken as `W @ x^T` is faster and gives the same numbers for up to
-`FEW_ROWS` rows (bitwise equal on SmolLM2's and Gemma-3's shapes), and a single row is fastest as
+`FEW_ROWS` rows (bitwise equal on SmolLM2's and Gemma-3's shapes on an AMX Xeon; the tests check
+closeness, since another CPU's kernels may round differently), and a single row is fastest as
 `torch.mv`. SmolLM2-135M's 210 decoder-layer matrices, one thread: 27.6 ms through `F.linear` against
 22.0 ms routed for one row, 32.6 against 25.5 ms for 16 rows, the transposing copy included
 (`bench/few_row_matmul.py`). `route_few_rows` points each `nn.Linear` of a model at that path for exactly

@@ -127,7 +127,11 @@ def run(ns: argparse.Namespace) -> int:
         f"{'batch':>5} | {'part':<26} | {'F.linear s':>10} | {'routed s':>8} | {'F.linear / routed':>17} | range"
     )
     for b in batches:
-        enc = m.encode([prompts.messages("planner", it.question) for it in items[:b]])
+        msgs = [prompts.messages("planner", it.question) for it in items[:b]]
+        if m.tokenizer.chat_template is None:  # a base checkpoint (gemma-3-270m): the messages as plain text
+            enc = m.encode(["\n\n".join(x["content"] for x in ms) for ms in msgs], add_special_tokens=True)
+        else:
+            enc = m.encode(msgs)
 
         def one(routed: bool, enc=enc) -> dict:
             (route_few_rows if routed else unroute_few_rows)(m.model)

@@ -121,13 +121,14 @@ def latent_loop(
     import torch
     from official_adapter import record_thoughts
 
+    from agents.prompts import plain_prompt
     from latent.memory import WorkingMemory
 
     if m.tokenizer.chat_template is not None:
         enc = m.encode(msgs)
         _, o_ids, o_mask, _ = wrapper.prepare_chat_batch(msgs, add_generation_prompt=True)
     else:  # a base model (Gemma-3-270m): the same plain text, with its BOS, on both sides
-        texts = [f"{ms[0]['content']}\n\n{ms[1]['content']}\n" for ms in msgs]
+        texts = [plain_prompt(ms) for ms in msgs]
         enc = m.encode(texts, add_special_tokens=True)
         o_enc = wrapper.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=True)
         o_ids, o_mask = o_enc["input_ids"], o_enc["attention_mask"]

@@ -10,6 +10,12 @@ import yaml
 PROMPT_DIR = Path(__file__).parent
 
 
+def plain_prompt(messages: list[dict]) -> str:
+    """Chat messages as plain text, for a base checkpoint without a chat template (Gemma-3-270m): each
+    turn's content, a blank line between turns, a newline after the last."""
+    return "\n\n".join(m["content"] for m in messages) + "\n"
+
+
 @dataclass
 class PromptSet:
     """System prompts by role plus the user-turn templates. Load with `PromptSet.load("default")`."""

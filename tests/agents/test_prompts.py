@@ -12,3 +12,10 @@ def test_default_prompts_match_the_builtin_training_prompts():
     p = make_problems(1, seed=1, split="heldout")[0]
     assert ps.messages("critic", p.question, [("planner", "a draft")]) == to_messages(p, "critic", "a draft")
     assert ps.messages("solver", p.question) == to_messages(p, "solver")
+
+
+def test_plain_prompt_reads_each_turn_with_a_blank_line_between():
+    from agents.prompts import plain_prompt
+
+    msgs = PromptSet.load("default").messages("planner", "Mia has 3 pencils.")
+    assert plain_prompt(msgs) == f"{msgs[0]['content']}\n\n{msgs[1]['content']}\n"

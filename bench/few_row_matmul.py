@@ -48,25 +48,41 @@ def layer_matrices(config, dtype) -> list:
     return [torch.randn(o, i, dtype=dtype) for _ in range(config.num_hidden_layers) for o, i in shapes]
 
 
-def matmul_ms(weights: list, rows: int, routed: bool, repeats: int) -> tuple[float, bool]:
-    """Median milliseconds for `rows` rows through every matrix in `weights`, and whether the routed
-    path's products equal `F.linear`'s bitwise."""
-    import torch
-    import torch.nn.functional as F
+def _linears(weights: list) -> list:
+    """`nn.Linear` layers (no bias, frozen) holding `weights`."""
     from torch import nn
 
-    from latent.cpu_gemv import few_row_linear
-
-    xs = {w.shape[1]: torch.randn(rows, w.shape[1], dtype=w.dtype) for w in weights}
     layers = []
     for w in weights:
         layer = nn.Linear(w.shape[1], w.shape[0], bias=False, dtype=w.dtype)
         layer.weight = nn.Parameter(w, requires_grad=False)
         layers.append(layer)
-    same = all(
-        torch.equal(few_row_linear(lay, xs[lay.in_features]), F.linear(xs[lay.in_features], lay.weight))
-        for lay in layers
-    )
+    return layers
+
+
+def routed_equals_linear(weights: list, rows: int) -> bool:
+    """Whether the routed path's products of `rows` random rows equal `F.linear`'s bitwise."""
+    import torch
+    import torch.nn.functional as F
+
+    from latent.cpu_gemv import few_row_linear
+
+    def same(lay) -> bool:
+        x = torch.randn(rows, lay.in_features, dtype=lay.weight.dtype)
+        return torch.equal(few_row_linear(lay, x), F.linear(x, lay.weight))
+
+    return all(same(lay) for lay in _linears(weights))
+
+
+def matmul_ms(weights: list, rows: int, routed: bool, repeats: int) -> float:
+    """Median milliseconds for `rows` rows through every matrix in `weights`."""
+    import torch
+    import torch.nn.functional as F
+
+    from latent.cpu_gemv import few_row_linear
+
+    xs = {w.shape[1]: torch.randn(rows, w.shape[1], dtype=w.dtype) for w in weights}
+    layers = _linears(weights)
 
     def once() -> None:
         for lay in layers:
@@ -79,7 +95,7 @@ def matmul_ms(weights: list, rows: int, routed: bool, repeats: int) -> tuple[flo
         t0 = time.perf_counter()
         once()
         times.append(time.perf_counter() - t0)
-    return 1000 * statistics.median(times), same
+    return 1000 * statistics.median(times)
 
 
 def run(ns: argparse.Namespace) -> int:
@@ -87,7 +103,7 @@ def run(ns: argparse.Namespace) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
-    from agents.prompts import PromptSet
+    from agents.prompts import PromptSet, plain_prompt
     from eval.tasks import load_task
     from latent import load_model
     from latent.cpu_gemv import FEW_ROWS, route_few_rows, unroute_few_rows
@@ -109,9 +125,10 @@ def run(ns: argparse.Namespace) -> int:
         w32, w16 = layer_matrices(text, torch.float32), layer_matrices(text, torch.bfloat16)
         print(f"rows through the {len(w32)} decoder-layer matrices (random weights of the model's shapes):")
         for b in batches:
-            f32, _ = matmul_ms(w32, b, False, args.repeats)
-            f16, _ = matmul_ms(w16, b, False, args.repeats)
-            r16, same = matmul_ms(w16, b, True, args.repeats)
+            f32 = matmul_ms(w32, b, False, args.repeats)
+            f16 = matmul_ms(w16, b, False, args.repeats)
+            r16 = matmul_ms(w16, b, True, args.repeats)
+            same = routed_equals_linear(w16, b)
             print(
                 f"{b:>2} row(s): F.linear float32 {f32:.1f} ms, F.linear bfloat16 {f16:.1f} ms, routed "
                 f"bfloat16 {r16:.1f} ms; routed products equal F.linear's bitwise: {same}"
@@ -128,8 +145,8 @@ def run(ns: argparse.Namespace) -> int:
     )
     for b in batches:
         msgs = [prompts.messages("planner", it.question) for it in items[:b]]
-        if m.tokenizer.chat_template is None:  # a base checkpoint (gemma-3-270m): the messages as plain text
-            enc = m.encode(["\n\n".join(x["content"] for x in ms) for ms in msgs], add_special_tokens=True)
+        if m.tokenizer.chat_template is None:  # a base checkpoint (gemma-3-270m)
+            enc = m.encode([plain_prompt(ms) for ms in msgs], add_special_tokens=True)
         else:
             enc = m.encode(msgs)
 

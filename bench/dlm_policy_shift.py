@@ -1,6 +1,9 @@
 """How far GRPO moved the policy from SFT on a `latentworks dlm` run (finetune.dlm.policy_shift).
 
 `python bench/dlm_policy_shift.py RUN_DIR --seeds 0 1 2 --prompts 240 --out report.json`
+
+`--prompt-set grpo` measures on each seed's GRPO training prompts instead (the run's own seeded draw),
+which shows whether GRPO learned the states it trained on, apart from how that carries to other states.
 """
 
 from __future__ import annotations
@@ -28,6 +31,13 @@ class PolicyShiftBench:
     out: str = field(metadata={"help": "JSON report path"})
     seeds: list[int] = field(default_factory=lambda: [0], metadata={"help": "training seeds to compare"})
     prompts: int = field(default=240, metadata={"help": "execution prompts drawn (seeded) per seed"})
+    prompt_set: str = field(
+        default="sample",
+        metadata={
+            "help": "sample: --prompts drawn from every tier; grpo: the seed's GRPO training prompts",
+            "choices": ["sample", "grpo"],
+        },
+    )
 
 
 def run_rewards(root: Path, seed: int, env: str) -> tuple[list | None, list[float] | None]:
@@ -53,6 +63,7 @@ def run(ns: argparse.Namespace) -> int:
     args = config_from_args(PolicyShiftBench, ns)
     from finetune.dlm.data import load_dataset_dir
     from finetune.dlm.dialogue import to_samples
+    from finetune.dlm.grpo import grpo_prompts, grpo_samples
     from finetune.dlm.policy_shift import policy_shift
 
     root = Path(args.run_dir)
@@ -66,17 +77,22 @@ def run(ns: argparse.Namespace) -> int:
         raise UsageError(
             f"no model at {', '.join(map(str, missing))}: run `latentworks dlm sft` and `grpo` first"
         )
+    grpo_cfg = json.loads((root / "config.json").read_text())["grpo"]
     rows = list(load_dataset_dir(root / "data", tiers=["good", "medium", "poor"]))
     report = {}
     for seed in args.seeds:
-        samples = to_samples(rows, teammate_prob=0.0, seed=seed)
-        picked = random.Random(f"policy-shift|{seed}").sample(samples, min(args.prompts, len(samples)))
+        if args.prompt_set == "grpo":  # the draw `latentworks dlm grpo` trained this seed on
+            pool = grpo_samples(root / "data", grpo_cfg["tiers"], seed)
+            picked = grpo_prompts(pool, grpo_cfg["max_prompts"], seed)
+        else:
+            samples = to_samples(rows, teammate_prob=0.0, seed=seed)
+            picked = random.Random(f"policy-shift|{seed}").sample(samples, min(args.prompts, len(samples)))
         env = picked[0]["env"]
         rewards, weights = run_rewards(root, seed, env)
         report[f"seed_{seed}"] = policy_shift(
             root / f"seed_{seed}" / "sft", root / f"seed_{seed}" / "grpo", env, picked,
             rewards=rewards, weights=weights,
-        )  # fmt: skip
+        ) | {"prompt_set": args.prompt_set}  # fmt: skip
         print(seed, json.dumps(report[f"seed_{seed}"]))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2))

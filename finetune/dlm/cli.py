@@ -136,7 +136,7 @@ def stage_sft(cfg: DLMConfig, force: bool) -> None:
 
 def stage_grpo(cfg: DLMConfig, force: bool) -> None:
     from finetune.dlm.data import load_dataset_dir
-    from finetune.dlm.grpo import run_grpo, train_return_model
+    from finetune.dlm.grpo import grpo_samples, run_grpo, train_return_model
 
     require_sft(cfg)
     for seed in cfg.train_seeds:
@@ -153,7 +153,7 @@ def stage_grpo(cfg: DLMConfig, force: bool) -> None:
                 )
                 for env in cfg.envs()
             }
-        samples = _samples(cfg, grpo.tiers, 0.0, seed)
+        samples = grpo_samples(Path(cfg.run_dir) / "data", grpo.tiers, seed)
         run_grpo(grpo, samples, run / "sft", run, return_model=return_model, dtype_name=cfg.sft.dtype)
 
 

@@ -28,7 +28,15 @@ from finetune.dlm.rewards import reward_functions
 from finetune.dlm.sft import check_chat_model, last_checkpoint, lora_config
 from latent.device import model_dtype, trainer_common_args
 
-__all__ = ["ZeroAdvantageCounter", "grpo_dataset", "run_grpo", "train_grpo", "train_return_model"]
+__all__ = [
+    "ZeroAdvantageCounter",
+    "grpo_dataset",
+    "grpo_prompts",
+    "grpo_samples",
+    "run_grpo",
+    "train_grpo",
+    "train_return_model",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -45,14 +53,28 @@ _STEP_KEYS = (
 _COLUMNS = ("env", "scenario", "agent", "legal", "action", "joint_actions", "state", "obs", "tier")
 
 
+def grpo_samples(data_dir: str | Path, tiers: list[str], seed: int) -> list[dict[str, Any]]:
+    """Every execution-style sample of `tiers` in a run's dataset: the pool `grpo_prompts` draws from."""
+    from finetune.dlm.data import load_dataset_dir
+    from finetune.dlm.dialogue import to_samples
+
+    return to_samples(list(load_dataset_dir(data_dir, tiers=tiers)), teammate_prob=0.0, seed=seed)
+
+
+def grpo_prompts(samples: list[dict[str, Any]], max_prompts: int, seed: int = 0) -> list[dict[str, Any]]:
+    """The samples GRPO trains on: a seeded draw of `max_prompts`. Public so that reports can find a run's
+    training prompts again (e.g. to measure the policy shift where GRPO trained)."""
+    if not samples:
+        raise ValueError("no GRPO samples: check `grpo.tiers` against the generated dataset.")
+    check_schema(samples[0]["schema_version"], SCHEMA_VERSION)
+    return random.Random(seed).sample(samples, min(max_prompts, len(samples)))
+
+
 def grpo_dataset(samples: list[dict[str, Any]], max_prompts: int, seed: int = 0):
     """A `datasets.Dataset` with a conversational `prompt` and the columns the rewards read."""
     from datasets import Dataset
 
-    if not samples:
-        raise ValueError("no GRPO samples: check `grpo.tiers` against the generated dataset.")
-    check_schema(samples[0]["schema_version"], SCHEMA_VERSION)
-    picked = random.Random(seed).sample(samples, min(max_prompts, len(samples)))
+    picked = grpo_prompts(samples, max_prompts, seed)
     return Dataset.from_list([{"prompt": s["prompt"], **{c: s[c] for c in _COLUMNS}} for s in picked])
 
 

@@ -356,3 +356,19 @@ def test_reward_by_action_averages_where_legal_and_counts_the_best():
         2: {"mean_reward": -0.25 / 3, "legal": 3, "best": 1},
         5: {"mean_reward": 1.0, "legal": 1, "best": 1},
     }
+
+
+def test_grpo_prompts_are_the_draw_grpo_trains_on(tmp_path):
+    """`grpo_prompts` (what reports use to find a run's training prompts) is the draw `grpo_dataset` trains
+    on, seeded by the training seed, from execution-only prompts of the configured tiers."""
+    from finetune.dlm.config import DataConfig
+    from finetune.dlm.data import generate_dataset
+    from finetune.dlm.grpo import grpo_dataset, grpo_prompts, grpo_samples
+
+    generate_dataset(DataConfig(scenarios=["5x5-2p-1f"], tiers=["good", "poor"], episodes_per_tier=2), tmp_path)
+    pool = grpo_samples(tmp_path, ["good"], seed=1)
+    assert {s["tier"] for s in pool} == {"good"}
+    assert all(len(s["prompt"]) == 2 for s in pool)  # system + own observation: no teammate turns
+    picked = grpo_prompts(pool, 5, seed=1)
+    assert [s["prompt"] for s in picked] == grpo_dataset(pool, 5, seed=1)["prompt"]
+    assert [s["prompt"] for s in picked] != [s["prompt"] for s in grpo_prompts(pool, 5, seed=2)]

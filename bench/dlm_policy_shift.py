@@ -40,31 +40,12 @@ class PolicyShiftBench:
     )
 
 
-def run_rewards(root: Path, seed: int, env: str) -> tuple[list | None, list[float] | None]:
-    """The offline GRPO rewards of the run (its `config.json` and the seed's return model) and their
-    weights, or (None, None) where the run used the online reward, which steps a simulator."""
-    from finetune.dlm.return_model import ReturnModel
-    from finetune.dlm.rewards import reward_functions
-
-    cfg = json.loads((root / "config.json").read_text())["grpo"]
-    if cfg["return_reward"] == "online":
-        return None, None
-    model = None
-    if cfg["return_reward"] == "model":
-        path = root / f"seed_{seed}" / f"return_{env}" / "return_model.pt"
-        if not path.is_file():
-            raise UsageError(f"no return model at {path}: run `latentworks dlm grpo` for seed {seed} first")
-        model = ReturnModel.load(path)
-    funcs = reward_functions(cfg["return_reward"], cfg["agreement_tiers"], model)
-    return funcs, list(cfg["reward_weights"])
-
-
 def run(ns: argparse.Namespace) -> int:
     args = config_from_args(PolicyShiftBench, ns)
     from finetune.dlm.data import load_dataset_dir
     from finetune.dlm.dialogue import to_samples
     from finetune.dlm.grpo import grpo_prompts, grpo_samples
-    from finetune.dlm.policy_shift import policy_shift
+    from finetune.dlm.policy_shift import policy_shift, run_rewards
 
     root = Path(args.run_dir)
     missing = [

@@ -16,6 +16,7 @@ each action's mean reward where legal and how often it is the best one.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,7 @@ __all__ = [
     "policy_shift",
     "reward_best_actions",
     "reward_by_action",
+    "run_rewards",
 ]
 
 
@@ -180,3 +182,25 @@ def compare_first_actions(
         kl_full_first_token_mean=float(kl_full.mean()),
         kl_legal_actions_mean=float(sum(kl_legal) / n),
     )
+
+
+def run_rewards(run_dir: str | Path, seed: int, env: str) -> tuple[list | None, list[float] | None]:
+    """A finished `latentworks dlm` run's offline GRPO rewards (its `config.json` and the seed's return
+    model) and their weights, or (None, None) where the run used the online reward, which steps a simulator."""
+    from finetune.dlm.return_model import ReturnModel
+    from finetune.dlm.rewards import reward_functions
+
+    root = Path(run_dir)
+    cfg = json.loads((root / "config.json").read_text())["grpo"]
+    if cfg["return_reward"] == "online":
+        return None, None
+    model = None
+    if cfg["return_reward"] == "model":
+        path = root / f"seed_{seed}" / f"return_{env}" / "return_model.pt"
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"no return model at {path}: run `latentworks dlm grpo` for seed {seed} first"
+            )
+        model = ReturnModel.load(path)
+    funcs = reward_functions(cfg["return_reward"], cfg["agreement_tiers"], model)
+    return funcs, list(cfg["reward_weights"])

@@ -365,7 +365,9 @@ def test_grpo_prompts_are_the_draw_grpo_trains_on(tmp_path):
     from finetune.dlm.data import generate_dataset
     from finetune.dlm.grpo import grpo_dataset, grpo_prompts, grpo_samples
 
-    generate_dataset(DataConfig(scenarios=["5x5-2p-1f"], tiers=["good", "poor"], episodes_per_tier=2), tmp_path)
+    generate_dataset(
+        DataConfig(scenarios=["5x5-2p-1f"], tiers=["good", "poor"], episodes_per_tier=2), tmp_path
+    )
     pool = grpo_samples(tmp_path, ["good"], seed=1)
     assert {s["tier"] for s in pool} == {"good"}
     assert all(len(s["prompt"]) == 2 for s in pool)  # system + own observation: no teammate turns

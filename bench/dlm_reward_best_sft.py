@@ -48,9 +48,9 @@ def run(ns: argparse.Namespace) -> int:
     args = config_from_args(RewardBestSFTBench, ns)
     from finetune.dlm.config import SFTRunConfig
     from finetune.dlm.data import load_dataset_dir
-    from finetune.dlm.dialogue import render_action, to_samples
+    from finetune.dlm.dialogue import to_samples
     from finetune.dlm.grpo import grpo_prompts, grpo_samples
-    from finetune.dlm.policy_shift import policy_shift, reward_best_actions, run_rewards
+    from finetune.dlm.policy_shift import policy_shift, reward_best_labels, run_rewards
     from finetune.dlm.sft import run_sft
 
     root = Path(args.run_dir)
@@ -68,11 +68,7 @@ def run(ns: argparse.Namespace) -> int:
     rewards, weights = run_rewards(root, args.seed, env)
     if rewards is None:
         raise UsageError("this run used the online return reward; the check needs offline rewards")
-    best = reward_best_actions(train, rewards, weights)
-    labelled = [
-        s | {"action": a, "completion": [{"role": "assistant", "content": render_action(env, a)}]}
-        for s, a in zip(train, best)
-    ]
+    labelled = reward_best_labels(train, rewards, weights)
     out_dir = Path(args.out).with_suffix("")
     sft_cfg = SFTRunConfig(
         model=str(seed_dir / "sft"),

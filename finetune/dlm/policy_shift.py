@@ -35,6 +35,7 @@ __all__ = [
     "first_action_logits",
     "policy_shift",
     "reward_best_actions",
+    "reward_best_labels",
     "reward_by_action",
     "run_rewards",
 ]
@@ -120,6 +121,19 @@ def best_action(scores: dict[int, float]) -> int:
 def reward_best_actions(samples: list[dict[str, Any]], rewards: list[Any], weights: list[float]) -> list[int]:
     """For each sample, the legal action the weighted GRPO rewards (`action_rewards`) score highest."""
     return [best_action(scores) for scores in action_rewards(samples, rewards, weights)]
+
+
+def reward_best_labels(
+    samples: list[dict[str, Any]], rewards: list[Any], weights: list[float]
+) -> list[dict[str, Any]]:
+    """`samples` relabelled with their reward-best legal action as the completion (and `action`): SFT data
+    for the control that asks whether the model can learn the choices its rewards prefer at all."""
+    from finetune.dlm.dialogue import render_action
+
+    return [
+        s | {"action": a, "completion": [{"role": "assistant", "content": render_action(s["env"], a)}]}
+        for s, a in zip(samples, reward_best_actions(samples, rewards, weights))
+    ]
 
 
 def reward_by_action(scores: list[dict[int, float]]) -> dict[int, dict[str, float]]:

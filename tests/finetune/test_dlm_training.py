@@ -345,6 +345,26 @@ def test_reward_best_action_weighs_the_grpo_rewards():
     assert reward_best_actions([medium], reward_functions("none", ["good"]), [0.5, 1.0, 1.0]) == [0]
 
 
+def test_reward_best_labels_put_the_reward_best_action_in_the_completion(samples):
+    """The supervised control's data: each sample keeps its prompt and gets the action the rewards score
+    highest (here legality + a return model preferring `load` where legal, else `none`) as its completion,
+    not the logged action."""
+    from finetune.dlm.policy_shift import reward_best_labels
+    from finetune.dlm.rewards import reward_functions
+
+    class PrefersLoad:
+        def advantage(self, obs, legal, a):
+            return 2.0 if a == 5 else (1.0 if a == 0 else -1.0)
+
+    picked = samples[:12]
+    labelled = reward_best_labels(picked, reward_functions("model", ["good"], PrefersLoad()), [0, 1, 0, 1])
+    for s, lab in zip(picked, labelled):
+        want = 5 if 5 in s["legal"] else 0
+        assert lab["prompt"] == s["prompt"] and lab["action"] == want
+        assert parse_action("lbforaging", lab["completion"][0]["content"]) == want
+    assert any(lab["action"] != s["action"] for s, lab in zip(picked, labelled))
+
+
 def test_reward_by_action_averages_where_legal_and_counts_the_best():
     """Known answer: means are taken over the samples where an action is legal, and ties go to the first
     legal action as in `reward_best_actions`."""

@@ -394,3 +394,22 @@ def test_grpo_prompts_are_the_draw_grpo_trains_on(tmp_path):
     picked = grpo_prompts(pool, 5, seed=1)
     assert [s["prompt"] for s in picked] == grpo_dataset(pool, 5, seed=1)["prompt"]
     assert [s["prompt"] for s in picked] != [s["prompt"] for s in grpo_prompts(pool, 5, seed=2)]
+
+
+def test_run_rewards_reads_the_runs_grpo_settings(tmp_path):
+    """A finished run's offline rewards come from its own config.json: three without a return model, none
+    (None, None) for the online reward, and a missing return model is an error naming the file."""
+    from finetune.dlm.policy_shift import run_rewards
+
+    def config(reward: str) -> None:
+        grpo = {"return_reward": reward, "agreement_tiers": ["good"], "reward_weights": [0.5, 1.0, 1.0, 0.5]}
+        (tmp_path / "config.json").write_text(json.dumps({"grpo": grpo}))
+
+    config("none")
+    funcs, weights = run_rewards(tmp_path, 0, "lbforaging")
+    assert len(funcs) == 3 and weights == [0.5, 1.0, 1.0, 0.5]
+    config("online")
+    assert run_rewards(tmp_path, 0, "lbforaging") == (None, None)
+    config("model")
+    with pytest.raises(FileNotFoundError, match="seed_1/return_lbforaging/return_model.pt"):
+        run_rewards(tmp_path, 1, "lbforaging")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -42,10 +41,8 @@ class PolicyShiftBench:
 
 def run(ns: argparse.Namespace) -> int:
     args = config_from_args(PolicyShiftBench, ns)
-    from finetune.dlm.data import load_dataset_dir
-    from finetune.dlm.dialogue import to_samples
     from finetune.dlm.grpo import grpo_prompts, grpo_samples
-    from finetune.dlm.policy_shift import policy_shift, run_rewards
+    from finetune.dlm.policy_shift import policy_shift, run_rewards, shift_prompts
 
     root = Path(args.run_dir)
     missing = [
@@ -59,15 +56,15 @@ def run(ns: argparse.Namespace) -> int:
             f"no model at {', '.join(map(str, missing))}: run `latentworks dlm sft` and `grpo` first"
         )
     grpo_cfg = json.loads((root / "config.json").read_text())["grpo"]
-    rows = list(load_dataset_dir(root / "data", tiers=["good", "medium", "poor"]))
+    if args.prompt_set == "sample":
+        sample = shift_prompts(root / "data", args.prompts, args.seeds)
     report = {}
     for seed in args.seeds:
         if args.prompt_set == "grpo":  # the draw `latentworks dlm grpo` trained this seed on
             pool = grpo_samples(root / "data", grpo_cfg["tiers"], seed)
             picked = grpo_prompts(pool, grpo_cfg["max_prompts"], seed)
         else:
-            samples = to_samples(rows, teammate_prob=0.0, seed=seed)
-            picked = random.Random(f"policy-shift|{seed}").sample(samples, min(args.prompts, len(samples)))
+            picked = sample[seed]
         env = picked[0]["env"]
         rewards, weights = run_rewards(root, seed, env)
         report[f"seed_{seed}"] = policy_shift(

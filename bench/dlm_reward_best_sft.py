@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -33,7 +32,9 @@ class RewardBestSFTBench:
             "help": "a `latentworks dlm` run with seed_<k>/{sft,grpo}, data/, config.json",
         }
     )
-    out: str = field(metadata={"help": "JSON report path"})
+    out: str = field(
+        metadata={"help": "JSON report path; the fine-tuned model goes to this path without its suffix"}
+    )
     seed: int = field(default=0, metadata={"help": "training seed whose SFT model and GRPO prompts to use"})
     epochs: float = field(default=4.0, metadata={"help": "passes over the GRPO training prompts"})
     learning_rate: float = field(
@@ -47,10 +48,8 @@ class RewardBestSFTBench:
 def run(ns: argparse.Namespace) -> int:
     args = config_from_args(RewardBestSFTBench, ns)
     from finetune.dlm.config import SFTRunConfig
-    from finetune.dlm.data import load_dataset_dir
-    from finetune.dlm.dialogue import to_samples
     from finetune.dlm.grpo import grpo_prompts, grpo_samples
-    from finetune.dlm.policy_shift import policy_shift, reward_best_labels, run_rewards
+    from finetune.dlm.policy_shift import policy_shift, reward_best_labels, run_rewards, shift_prompts
     from finetune.dlm.sft import run_sft
 
     root = Path(args.run_dir)
@@ -86,9 +85,7 @@ def run(ns: argparse.Namespace) -> int:
         seed=args.seed,
     )
     metrics = run_sft(sft_cfg, labelled, out_dir)
-    rows = list(load_dataset_dir(root / "data", tiers=["good", "medium", "poor"]))
-    pool = to_samples(rows, teammate_prob=0.0, seed=args.seed)
-    sample = random.Random(f"policy-shift|{args.seed}").sample(pool, min(args.prompts, len(pool)))
+    sample = shift_prompts(root / "data", args.prompts, [args.seed])[args.seed]
     report = {
         "seed": args.seed,
         "epochs": args.epochs,

@@ -17,6 +17,7 @@ each action's mean reward where legal and how often it is the best one.
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,7 @@ __all__ = [
     "reward_best_labels",
     "reward_by_action",
     "run_rewards",
+    "shift_prompts",
 ]
 
 
@@ -218,3 +220,17 @@ def run_rewards(run_dir: str | Path, seed: int, env: str) -> tuple[list | None, 
         model = ReturnModel.load(path)
     funcs = reward_functions(cfg["return_reward"], cfg["agreement_tiers"], model)
     return funcs, list(cfg["reward_weights"])
+
+
+def shift_prompts(data_dir: str | Path, n: int, seeds: list[int]) -> dict[int, list[dict[str, Any]]]:
+    """Per training seed, the seeded draw of `n` execution prompts from every tier of a run's dataset: the
+    sample every policy-shift report of that seed compares its models on."""
+    from finetune.dlm.data import load_dataset_dir
+    from finetune.dlm.dialogue import to_samples
+
+    rows = list(load_dataset_dir(data_dir, tiers=["good", "medium", "poor"]))
+    out = {}
+    for seed in seeds:
+        samples = to_samples(rows, teammate_prob=0.0, seed=seed)
+        out[seed] = random.Random(f"policy-shift|{seed}").sample(samples, min(n, len(samples)))
+    return out

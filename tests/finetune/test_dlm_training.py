@@ -413,3 +413,26 @@ def test_run_rewards_reads_the_runs_grpo_settings(tmp_path):
     config("model")
     with pytest.raises(FileNotFoundError, match="seed_1/return_lbforaging/return_model.pt"):
         run_rewards(tmp_path, 1, "lbforaging")
+
+
+def test_shift_prompts_draw_the_same_execution_prompts_per_seed(tmp_path):
+    """Every policy-shift report of a seed compares its models on one draw: execution-only prompts from
+    every tier, the same for the same seed, another for another seed, capped at the pool size."""
+    import random
+
+    from finetune.dlm.config import DataConfig
+    from finetune.dlm.data import generate_dataset, load_dataset_dir
+    from finetune.dlm.policy_shift import shift_prompts
+
+    generate_dataset(
+        DataConfig(scenarios=["5x5-2p-1f"], tiers=["good", "poor"], episodes_per_tier=2), tmp_path
+    )
+    first, again = shift_prompts(tmp_path, 6, [0, 1]), shift_prompts(tmp_path, 6, [0])
+    rows = list(load_dataset_dir(tmp_path, tiers=["good", "medium", "poor"]))
+    drawn = random.Random("policy-shift|1").sample(to_samples(rows, teammate_prob=0.0, seed=1), 6)
+    assert [s["prompt"] for s in first[1]] == [s["prompt"] for s in drawn]  # the committed reports' draw
+    assert [s["prompt"] for s in first[0]] == [s["prompt"] for s in again[0]]
+    assert [s["prompt"] for s in first[0]] != [s["prompt"] for s in first[1]]
+    assert all(len(s["prompt"]) == 2 for s in first[0])  # system + own observation: no teammate turns
+    pool = len(shift_prompts(tmp_path, 10_000, [0])[0])
+    assert {s["tier"] for s in shift_prompts(tmp_path, pool, [0])[0]} == {"good", "poor"}

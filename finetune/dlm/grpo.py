@@ -96,21 +96,18 @@ class ZeroAdvantageCounter:
     GRPO's advantage is a completion's reward minus its group's mean, so a group of ties (every completion
     invalid, or every one the same action) contributes no policy gradient; a step where every group ties
     moves the policy only through the KL term, which is zero while the policy still equals the reference.
-    Reads TRL's per-step `frac_reward_zero_std` (the trainer logs every step)."""
+    Reads TRL's per-step `frac_reward_zero_std` (the trainer logs every step): `on_log` warns as each dead
+    step happens, `summary` counts over the trainer's whole log history, which a run resumed from a
+    checkpoint restores, so the steps before the resume are counted too."""
 
     def __init__(self, groups_per_step: int) -> None:
         self.groups_per_step = groups_per_step
-        self.zero_groups = self.groups = self.dead_steps = self.steps = 0
+
+    def _zero_groups(self, logs: dict[str, Any]) -> int:
+        return round(float(logs["frac_reward_zero_std"]) * self.groups_per_step)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        if not logs or "frac_reward_zero_std" not in logs:
-            return control
-        zero = round(float(logs["frac_reward_zero_std"]) * self.groups_per_step)
-        self.steps += 1
-        self.groups += self.groups_per_step
-        self.zero_groups += zero
-        if zero == self.groups_per_step:
-            self.dead_steps += 1
+        if logs and "frac_reward_zero_std" in logs and self._zero_groups(logs) == self.groups_per_step:
             logger.warning(
                 "GRPO step %d: all %d groups have tied rewards (zero advantage); this step does not move the "
                 "policy beyond the KL term. Raise `grpo.temperature` or `grpo.num_generations`, or check the "
@@ -120,21 +117,24 @@ class ZeroAdvantageCounter:
             )
         return control
 
-    def summary(self) -> dict[str, int]:
-        if self.zero_groups:
+    def summary(self, log_history: list[dict[str, Any]]) -> dict[str, int]:
+        """Counts over `log_history` (the trainer's `state.log_history`, or a run's saved `steps` rows)."""
+        zeros = [self._zero_groups(h) for h in log_history if h.get("frac_reward_zero_std") is not None]
+        counts = dict(
+            zero_advantage_groups=sum(zeros),
+            groups=len(zeros) * self.groups_per_step,
+            zero_advantage_steps=sum(z == self.groups_per_step for z in zeros),
+            logged_steps=len(zeros),
+        )
+        if counts["zero_advantage_groups"]:
             logger.warning(
                 "GRPO: %d of %d groups (%d of %d steps entirely) had zero advantage and taught nothing",
-                self.zero_groups,
-                self.groups,
-                self.dead_steps,
-                self.steps,
+                counts["zero_advantage_groups"],
+                counts["groups"],
+                counts["zero_advantage_steps"],
+                counts["logged_steps"],
             )
-        return dict(
-            zero_advantage_groups=self.zero_groups,
-            groups=self.groups,
-            zero_advantage_steps=self.dead_steps,
-            logged_steps=self.steps,
-        )
+        return counts
 
 
 def train_grpo(
@@ -204,7 +204,7 @@ def train_grpo(
         "reward_last": history[-1] if history else None,
         # one short row per step, so runs can be compared step by step without the checkpoints
         "steps": [{k: h.get(k) for k in _STEP_KEYS} for h in history],
-        **counter.summary(),
+        **counter.summary(trainer.state.log_history),
         **result.metrics,
     }
     (run_dir / "grpo").mkdir(parents=True, exist_ok=True)

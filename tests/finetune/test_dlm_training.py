@@ -276,15 +276,19 @@ def test_grpo_raises_a_tiny_task_reward_above_sft(samples, tmp_path):
 
 
 def test_zero_advantage_counter_counts_tied_groups_and_warns(caplog):
+    """Counts come from the whole log history, so a run resumed from a checkpoint (whose callback saw only
+    the steps after the resume) still counts every step; each dead step warns as it is logged."""
     from finetune.dlm.grpo import ZeroAdvantageCounter
 
     c = ZeroAdvantageCounter(groups_per_step=4)
     state = type("S", (), {"global_step": 1})()
+    history = [{"frac_reward_zero_std": f} for f in (1.0, 0.5, 0.0)] + [{"loss": 0.1}]  # no metric: no step
     with caplog.at_level(logging.WARNING, logger="finetune.dlm.grpo"):
-        for frac in (1.0, 0.5, 0.0):
-            c.on_log(None, state, None, logs={"frac_reward_zero_std": frac})
-        c.on_log(None, state, None, logs={"loss": 0.1})  # logs without the metric are not steps
-        s = c.summary()
+        for logs in history[1:]:  # resumed after the first step: the callback never saw it
+            c.on_log(None, state, None, logs=logs)
+        assert not caplog.records  # no dead step among those logged live
+        c.on_log(None, state, None, logs=history[0])
+        s = c.summary(history)
     assert s == dict(zero_advantage_groups=6, groups=12, zero_advantage_steps=1, logged_steps=3)
     msgs = [r.getMessage() for r in caplog.records]
     assert sum("all 4 groups have tied rewards" in m for m in msgs) == 1 and any(

@@ -41,8 +41,7 @@ class PolicyShiftBench:
 
 def run(ns: argparse.Namespace) -> int:
     args = config_from_args(PolicyShiftBench, ns)
-    from finetune.dlm.grpo import grpo_prompts, grpo_samples
-    from finetune.dlm.policy_shift import policy_shift, run_rewards, shift_prompts
+    from finetune.dlm.policy_shift import policy_shift, run_grpo_prompts, run_rewards, shift_prompts
 
     root = Path(args.run_dir)
     missing = [
@@ -55,16 +54,12 @@ def run(ns: argparse.Namespace) -> int:
         raise UsageError(
             f"no model at {', '.join(map(str, missing))}: run `latentworks dlm sft` and `grpo` first"
         )
-    grpo_cfg = json.loads((root / "config.json").read_text())["grpo"]
     if args.prompt_set == "sample":
         sample = shift_prompts(root / "data", args.prompts, args.seeds)
     report = {}
     for seed in args.seeds:
-        if args.prompt_set == "grpo":  # the draw `latentworks dlm grpo` trained this seed on
-            pool = grpo_samples(root / "data", grpo_cfg["tiers"], seed)
-            picked = grpo_prompts(pool, grpo_cfg["max_prompts"], seed)
-        else:
-            picked = sample[seed]
+        # the draw `latentworks dlm grpo` trained this seed on, or the shared policy-shift sample
+        picked = run_grpo_prompts(root, seed) if args.prompt_set == "grpo" else sample[seed]
         env = picked[0]["env"]
         rewards, weights = run_rewards(root, seed, env)
         report[f"seed_{seed}"] = policy_shift(

@@ -48,8 +48,13 @@ class RewardBestSFTBench:
 def run(ns: argparse.Namespace) -> int:
     args = config_from_args(RewardBestSFTBench, ns)
     from finetune.dlm.config import SFTRunConfig
-    from finetune.dlm.grpo import grpo_prompts, grpo_samples
-    from finetune.dlm.policy_shift import policy_shift, reward_best_labels, run_rewards, shift_prompts
+    from finetune.dlm.policy_shift import (
+        policy_shift,
+        reward_best_labels,
+        run_grpo_prompts,
+        run_rewards,
+        shift_prompts,
+    )
     from finetune.dlm.sft import run_sft
 
     root = Path(args.run_dir)
@@ -60,9 +65,7 @@ def run(ns: argparse.Namespace) -> int:
         )
     cfg = json.loads((root / "config.json").read_text())
     grpo_cfg = cfg["grpo"]
-    train = grpo_prompts(
-        grpo_samples(root / "data", grpo_cfg["tiers"], args.seed), grpo_cfg["max_prompts"], args.seed
-    )
+    train = run_grpo_prompts(root, args.seed)
     env = train[0]["env"]
     rewards, weights = run_rewards(root, args.seed, env)
     if rewards is None:

@@ -38,6 +38,7 @@ __all__ = [
     "reward_best_actions",
     "reward_best_labels",
     "reward_by_action",
+    "run_grpo_prompts",
     "run_rewards",
     "shift_prompts",
 ]
@@ -220,6 +221,16 @@ def run_rewards(run_dir: str | Path, seed: int, env: str) -> tuple[list | None, 
         model = ReturnModel.load(path)
     funcs = reward_functions(cfg["return_reward"], cfg["agreement_tiers"], model)
     return funcs, list(cfg["reward_weights"])
+
+
+def run_grpo_prompts(run_dir: str | Path, seed: int) -> list[dict[str, Any]]:
+    """The prompts a finished `latentworks dlm` run GRPO-trained seed `seed` on: the draw of `grpo_prompts`
+    with the run's own `config.json` settings (tiers, `max_prompts`)."""
+    from finetune.dlm.grpo import grpo_prompts, grpo_samples
+
+    root = Path(run_dir)
+    cfg = json.loads((root / "config.json").read_text())["grpo"]
+    return grpo_prompts(grpo_samples(root / "data", cfg["tiers"], seed), cfg["max_prompts"], seed)
 
 
 def shift_prompts(data_dir: str | Path, n: int, seeds: list[int]) -> dict[int, list[dict[str, Any]]]:

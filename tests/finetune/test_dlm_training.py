@@ -440,3 +440,21 @@ def test_shift_prompts_draw_the_same_execution_prompts_per_seed(tmp_path):
     assert all(len(s["prompt"]) == 2 for s in first[0])  # system + own observation: no teammate turns
     pool = len(shift_prompts(tmp_path, 10_000, [0])[0])
     assert {s["tier"] for s in shift_prompts(tmp_path, pool, [0])[0]} == {"good", "poor"}
+
+
+def test_run_grpo_prompts_reads_the_runs_own_draw(tmp_path):
+    """Both DLM benches read a seed's GRPO prompts through the run's config.json: its tiers and its
+    `max_prompts`, drawn as `latentworks dlm grpo` draws them."""
+    from finetune.dlm.config import DataConfig
+    from finetune.dlm.data import generate_dataset
+    from finetune.dlm.grpo import grpo_prompts, grpo_samples
+    from finetune.dlm.policy_shift import run_grpo_prompts
+
+    generate_dataset(
+        DataConfig(scenarios=["5x5-2p-1f"], tiers=["good", "poor"], episodes_per_tier=2), tmp_path / "data"
+    )
+    (tmp_path / "config.json").write_text(json.dumps({"grpo": {"tiers": ["poor"], "max_prompts": 4}}))
+    picked = run_grpo_prompts(tmp_path, 3)
+    want = grpo_prompts(grpo_samples(tmp_path / "data", ["poor"], 3), 4, 3)
+    assert [s["prompt"] for s in picked] == [s["prompt"] for s in want] and len(picked) == 4
+    assert {s["tier"] for s in picked} == {"poor"}

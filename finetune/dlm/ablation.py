@@ -1,5 +1,8 @@
 """GRPO objective ablation table from finished run directories (same data and SFT models, GRPO redone).
 
+A committed report directory (`finetune/dlm/results/<run>/`, with its `config.json` and `results.json`) reads
+the same as the run directory it came from.
+
     python -m finetune.dlm.ablation RUN_DIR [RUN_DIR ...] --scenario 6x6-2p-2f
 
 The first directory is the reference: P(variant > reference) is computed on the DLM-GRPO team return under
@@ -28,11 +31,12 @@ def ablation_markdown(run_dirs: list[str | Path], scenario: str, reps: int = 200
     dirs = [Path(d) for d in run_dirs]
     ref = row_arrays(_rows(dirs[0], scenario)["legal-constrained"])[0]
     lines = [
-        "| run | loss_type | beta | learning rate | steps | prompts per step | prompt pool | return reward | "
+        "| run | loss_type | beta | learning rate | sampling temperature | steps | prompts per step | prompt pool | "
+        "return reward | "
         "reward weights (format / legality / agreement / return) | "
         "free-decoding invalid rate [95% CI] | return IQM, constrained [95% CI] | win rate [95% CI] | "
         "P(run > first run) [95% CI] |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for d in dirs:
         cfg = json.loads((d / "config.json").read_text())["grpo"]
@@ -47,7 +51,8 @@ def ablation_markdown(run_dirs: list[str | Path], scenario: str, reps: int = 200
         poi = probability_of_improvement(ret, ref, reps) if d != dirs[0] else None
         poi_txt = "-" if poi is None else f"{poi[0]:.2f} [{poi[1]:.2f}, {poi[2]:.2f}] ({verdict(poi)})"
         lines.append(
-            f"| `{d.name}` | {cfg['loss_type']} | {cfg['beta']} | {cfg['learning_rate']:g} | {cfg['max_steps']} | "
+            f"| `{d.name}` | {cfg['loss_type']} | {cfg['beta']} | {cfg['learning_rate']:g} | {cfg['temperature']:g} | "
+            f"{cfg['max_steps']} | "
             f"{cfg['batch_size'] // cfg['num_generations']} | {cfg['max_prompts']} | {cfg['return_reward']} | "
             f"{' / '.join(f'{w:g}' for w in cfg['reward_weights'])} | "
             f"{i[0]:.3f} [{i[1]:.3f}, {i[2]:.3f}] | {iqm[0]:.3f} [{iqm[1]:.3f}, {iqm[2]:.3f}] | "

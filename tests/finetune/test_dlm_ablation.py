@@ -6,12 +6,13 @@ import json
 from finetune.dlm.ablation import ablation_markdown
 
 
-def _run(path, returns, illegal, weights, beta, lr=2e-3, batch=16, steps=48, pool=200):
+def _run(path, returns, illegal, weights, beta, lr=2e-3, batch=16, steps=48, pool=200, temperature=1.0):
     path.mkdir()
     cfg = {
         "loss_type": "grpo",
         "beta": beta,
         "learning_rate": lr,
+        "temperature": temperature,
         "batch_size": batch,
         "max_steps": steps,
         "max_prompts": pool,
@@ -37,13 +38,24 @@ def _run(path, returns, illegal, weights, beta, lr=2e-3, batch=16, steps=48, poo
 
 def test_ablation_rows_name_the_objective_and_compare_with_the_first_run(tmp_path):
     _run(tmp_path / "ref", [0.0] * 8, 50, [0.5, 1.0, 1.0, 0.5], 0.04)
-    _run(tmp_path / "ret", [1.0] * 8, 10, [0, 0, 0, 1], 0.04, lr=5e-4, batch=32, steps=96, pool=96)
+    _run(
+        tmp_path / "ret",
+        [1.0] * 8,
+        10,
+        [0, 0, 0, 1],
+        0.04,
+        lr=5e-4,
+        batch=32,
+        steps=96,
+        pool=96,
+        temperature=1.5,
+    )
     lines = ablation_markdown([tmp_path / "ref", tmp_path / "ret"], "s", reps=200).splitlines()
     assert "reward weights" in lines[0]
     ref, ret = lines[2], lines[3]
     assert "| 0.5 / 1 / 1 / 0.5 |" in ref and "| 0 / 0 / 0 / 1 |" in ret
-    assert "| 0.002 | 48 | 2 | 200 |" in ref  # learning rate, steps, prompts per step, prompt pool
-    assert "| 0.0005 | 96 | 4 | 96 |" in ret
+    assert "| 0.002 | 1 | 48 | 2 | 200 |" in ref  # learning rate, temperature, steps, prompts per step, pool
+    assert "| 0.0005 | 1.5 | 96 | 4 | 96 |" in ret
     assert "| 0.500 [" in ref and "| 0.100 [" in ret  # free-decoding invalid rates 50/100 and 10/100
     assert "| 0.000 [0.000, 0.000] |" in ref and "| 1.000 [1.000, 1.000] |" in ret  # return IQMs
     assert ref.endswith("| - |")

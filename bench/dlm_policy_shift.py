@@ -4,6 +4,8 @@
 
 `--prompt-set grpo` measures on each seed's GRPO training prompts instead (the run's own seeded draw),
 which shows whether GRPO learned the states it trained on, apart from how that carries to other states.
+`--draw 1` measures on a fresh sample sharing no prompt with the standard one, for recipes chosen after
+reading the standard sample's numbers.
 """
 
 from __future__ import annotations
@@ -37,12 +39,23 @@ class PolicyShiftBench:
             "choices": ["sample", "grpo"],
         },
     )
+    draw: int = field(
+        default=0,
+        metadata={
+            "help": "with --prompt-set sample: 0 is the standard draw; k >= 1 a fresh one sharing no prompt"
+            " with draws 0..k-1"
+        },
+    )
 
 
 def run(ns: argparse.Namespace) -> int:
     args = config_from_args(PolicyShiftBench, ns)
     from finetune.dlm.policy_shift import policy_shift, run_grpo_prompts, run_rewards, shift_prompts
 
+    if args.draw < 0:
+        raise UsageError(f"--draw {args.draw}: use 0 (the standard sample) or k >= 1 (a fresh one)")
+    if args.draw and args.prompt_set != "sample":
+        raise UsageError("--draw picks among --prompt-set sample draws; drop it with --prompt-set grpo")
     root = Path(args.run_dir)
     missing = [
         root / f"seed_{s}" / d
@@ -55,7 +68,7 @@ def run(ns: argparse.Namespace) -> int:
             f"no model at {', '.join(map(str, missing))}: run `latentworks dlm sft` and `grpo` first"
         )
     if args.prompt_set == "sample":
-        sample = shift_prompts(root / "data", args.prompts, args.seeds)
+        sample = shift_prompts(root / "data", args.prompts, args.seeds, draw=args.draw)
     report = {}
     for seed in args.seeds:
         # the draw `latentworks dlm grpo` trained this seed on, or the shared policy-shift sample
@@ -65,7 +78,7 @@ def run(ns: argparse.Namespace) -> int:
         report[f"seed_{seed}"] = policy_shift(
             root / f"seed_{seed}" / "sft", root / f"seed_{seed}" / "grpo", env, picked,
             rewards=rewards, weights=weights,
-        ) | {"prompt_set": args.prompt_set}  # fmt: skip
+        ) | {"prompt_set": args.prompt_set, "draw": args.draw}  # fmt: skip
         print(seed, json.dumps(report[f"seed_{seed}"]))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2))

@@ -233,15 +233,35 @@ def run_grpo_prompts(run_dir: str | Path, seed: int) -> list[dict[str, Any]]:
     return grpo_prompts(grpo_samples(root / "data", cfg["tiers"], seed), cfg["max_prompts"], seed)
 
 
-def shift_prompts(data_dir: str | Path, n: int, seeds: list[int]) -> dict[int, list[dict[str, Any]]]:
+def shift_prompts(
+    data_dir: str | Path, n: int, seeds: list[int], draw: int = 0
+) -> dict[int, list[dict[str, Any]]]:
     """Per training seed, the seeded draw of `n` execution prompts from every tier of a run's dataset: the
-    sample every policy-shift report of that seed compares its models on."""
+    sample every policy-shift report of that seed compares its models on.
+
+    `draw=k` (k >= 1) gives the k-th fresh sample: `n` prompts whose text none of draws 0..k-1 holds, so a
+    recipe chosen after reading draw 0 can be checked on states that played no part in choosing it."""
     from finetune.dlm.data import load_dataset_dir
     from finetune.dlm.dialogue import to_samples
 
+    if draw < 0:
+        raise ValueError(f"draw must be 0 (the standard sample) or a later fresh draw >= 1, got {draw}")
     rows = list(load_dataset_dir(data_dir, tiers=["good", "medium", "poor"]))
     out = {}
     for seed in seeds:
         samples = to_samples(rows, teammate_prob=0.0, seed=seed)
-        out[seed] = random.Random(f"policy-shift|{seed}").sample(samples, min(n, len(samples)))
+        keys = [json.dumps(s["prompt"], sort_keys=True) for s in samples]
+        left, seen = list(range(len(samples))), set()
+        for k in range(draw + 1):
+            if not left:
+                raise ValueError(
+                    f"draw {draw} needs {draw + 1} disjoint samples of {n}, but the pool of {len(samples)}"
+                    f" prompts ran out at draw {k}: ask for fewer --prompts or an earlier draw"
+                )
+            # draw 0 keeps the original seeding, so committed reports stay reproducible
+            rng = random.Random(f"policy-shift|{seed}" if k == 0 else f"policy-shift|{seed}|draw{k}")
+            picked = rng.sample(left, min(n, len(left)))
+            seen |= {keys[i] for i in picked}
+            left = [i for i in left if keys[i] not in seen]
+        out[seed] = [samples[i] for i in picked]
     return out

@@ -440,6 +440,15 @@ def test_shift_prompts_draw_the_same_execution_prompts_per_seed(tmp_path):
     assert all(len(s["prompt"]) == 2 for s in first[0])  # system + own observation: no teammate turns
     pool = len(shift_prompts(tmp_path, 10_000, [0])[0])
     assert {s["tier"] for s in shift_prompts(tmp_path, pool, [0])[0]} == {"good", "poor"}
+    # a fresh draw shares no prompt with the standard one, even when each takes half the pool
+    half = pool // 2
+    standard, fresh = shift_prompts(tmp_path, half, [0])[0], shift_prompts(tmp_path, half, [0], draw=1)[0]
+    assert [s["prompt"] for s in fresh] == [
+        s["prompt"] for s in shift_prompts(tmp_path, half, [0], draw=1)[0]
+    ]
+    assert fresh and not {str(s["prompt"]) for s in fresh} & {str(s["prompt"]) for s in standard}
+    with pytest.raises(ValueError, match="ran out at draw 1"):
+        shift_prompts(tmp_path, pool, [0], draw=1)
 
 
 def test_run_grpo_prompts_reads_the_runs_own_draw(tmp_path):

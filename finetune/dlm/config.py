@@ -113,6 +113,21 @@ class GRPORunConfig:
         metadata={"help": "KL to the SFT (reference) model; 0.04 is the GRPO paper's value, 0 loads none."},
     )
     temperature: float = 1.0
+    entropy_coef: float = field(
+        default=0.0,
+        metadata={
+            "help": "entropy bonus in the loss (TRL `entropy_coef`); the starting value when adaptive."
+        },
+    )
+    use_adaptive_entropy: bool = field(
+        default=False,
+        metadata={
+            "help": "Skywork-OR1 adaptive entropy control (TRL): raise the bonus by `entropy_coef_delta` "
+            "each step the per-token entropy is at or below `entropy_target`, lower it otherwise."
+        },
+    )
+    entropy_target: float = field(default=0.2, metadata={"help": "nats per completion token (TRL default)."})
+    entropy_coef_delta: float = 0.005
     max_completion_length: int = 4
     # weights of format, legality, agreement, return
     reward_weights: list[float] = field(default_factory=lambda: [0.5, 1.0, 1.0, 0.5])
@@ -257,6 +272,11 @@ class DLMConfig:
             p.append(f"`grpo.loss_type`={g.loss_type!r} must be one of {GRPO_LOSS_TYPES}")
         if g.beta < 0:
             p.append(f"`grpo.beta` must be >= 0, got {g.beta}")
+        if g.entropy_coef < 0 or g.entropy_target <= 0 or g.entropy_coef_delta <= 0:
+            p.append(
+                f"`grpo.entropy_coef`={g.entropy_coef} must be >= 0 and `grpo.entropy_target`="
+                f"{g.entropy_target}, `grpo.entropy_coef_delta`={g.entropy_coef_delta} > 0"
+            )
         if g.return_reward not in RETURN_REWARDS:
             p.append(f"`grpo.return_reward`={g.return_reward!r} must be one of {RETURN_REWARDS}")
         noisy = sorted({"poor", "random"} & set(g.agreement_tiers))

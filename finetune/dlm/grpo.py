@@ -47,6 +47,7 @@ _STEP_KEYS = (
     "frac_reward_zero_std",
     "kl",
     "entropy",
+    "entropy_coef",
     "grad_norm",
     "learning_rate",
 )
@@ -137,6 +138,20 @@ class ZeroAdvantageCounter:
         return counts
 
 
+def _entropy_control(cfg: GRPORunConfig) -> dict[str, Any] | None:
+    """The entropy bonus a run used, for its report; None when it had none."""
+    if not cfg.use_adaptive_entropy and cfg.entropy_coef == 0:
+        return None
+    if not cfg.use_adaptive_entropy:
+        return {"entropy_coef": cfg.entropy_coef}
+    return {
+        "adaptive": True,
+        "entropy_coef_start": cfg.entropy_coef,
+        "entropy_target": cfg.entropy_target,
+        "entropy_coef_delta": cfg.entropy_coef_delta,
+    }
+
+
 def train_grpo(
     cfg: GRPORunConfig,
     model_dir: str | Path,
@@ -170,6 +185,10 @@ def train_grpo(
         num_generations=cfg.num_generations,
         max_completion_length=cfg.max_completion_length,
         temperature=cfg.temperature,
+        entropy_coef=cfg.entropy_coef,
+        use_adaptive_entropy=cfg.use_adaptive_entropy,
+        entropy_target=cfg.entropy_target,
+        entropy_coef_delta=cfg.entropy_coef_delta,
         loss_type=cfg.loss_type,
         beta=cfg.beta,
         learning_rate=cfg.learning_rate,
@@ -199,6 +218,7 @@ def train_grpo(
         "loss_type": cfg.loss_type,
         "beta": cfg.beta,
         "learning_rate": cfg.learning_rate,
+        "entropy_control": _entropy_control(cfg),
         "max_steps": cfg.max_steps,
         "reward_first": history[0] if history else None,
         "reward_last": history[-1] if history else None,

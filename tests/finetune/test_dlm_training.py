@@ -11,7 +11,7 @@ import torch
 pytest.importorskip("lbforaging", reason="DLM environments need `pip install lbforaging`")
 pytest.importorskip("trl", reason="DLM training needs `pip install trl`")
 
-from finetune.dlm.config import GRPORunConfig, SFTRunConfig  # noqa: E402
+from finetune.dlm.config import DLMConfig, GRPORunConfig, SFTRunConfig  # noqa: E402
 from finetune.dlm.data import collect_episodes  # noqa: E402
 from finetune.dlm.decoding import LegalActionProcessor, action_token_ids, generate_actions  # noqa: E402
 from finetune.dlm.dialogue import execution_prompt, parse_action, to_samples  # noqa: E402
@@ -273,6 +273,47 @@ def test_grpo_raises_a_tiny_task_reward_above_sft(samples, tmp_path):
     assert m["groups"] == 20 and m["zero_advantage_groups"] < 5  # a graded reward: groups rarely tie
     before, after = _sampled_reward(tmp_path / "sft", prompts), _sampled_reward(tmp_path / "grpo", prompts)
     assert after > before + 0.1, (before, after)
+
+
+def test_adaptive_entropy_control_reaches_the_trainer(samples, tmp_path):
+    """The run's entropy settings must reach TRL: below its target the bonus grows by its delta each step,
+    and the report names the control; a config that drops a field leaves the coefficient at 0."""
+    from datasets import Dataset
+
+    from finetune.dlm.grpo import train_grpo
+    from finetune.dlm.sft import run_sft
+
+    run_sft(_tiny_sft_cfg(epochs=1), samples[:16], tmp_path)
+    prompts = [s["prompt"] for s in samples if s["prompt"][1]["role"] == "user"][:4]
+    gcfg = GRPORunConfig(
+        max_steps=3,
+        num_generations=4,
+        batch_size=8,
+        beta=0.0,
+        max_completion_length=4,
+        use_adaptive_entropy=True,
+        entropy_target=1e3,  # far above any per-token entropy: the bonus must rise every step
+        entropy_coef_delta=0.01,
+    )
+    m = train_grpo(
+        gcfg,
+        tmp_path / "sft",
+        Dataset.from_list([{"prompt": p} for p in prompts]),
+        [_letter_reward],
+        tmp_path,
+    )
+    assert [round(s["entropy_coef"], 6) for s in m["steps"]] == [0.01, 0.02, 0.03]
+    assert m["entropy_control"] == {
+        "adaptive": True,
+        "entropy_coef_start": 0.0,
+        "entropy_target": 1e3,
+        "entropy_coef_delta": 0.01,
+    }
+
+
+def test_entropy_settings_are_checked():
+    with pytest.raises(ValueError, match="entropy_target"):
+        DLMConfig(grpo=GRPORunConfig(entropy_target=0.0))
 
 
 def test_zero_advantage_counter_counts_tied_groups_and_warns(caplog):

@@ -27,16 +27,24 @@ def _rows(run_dir: Path, scenario: str) -> dict[str, dict]:
     return {r["decoding"]: r for r in results if r["method"] == "DLM-GRPO" and r["scenario"] == scenario}
 
 
+def _entropy_bonus(cfg: dict) -> str:
+    """A run's entropy bonus as the table shows it; configs written before the option read as none."""
+    if cfg.get("use_adaptive_entropy"):
+        return f"adaptive, target {cfg['entropy_target']:g}, step {cfg['entropy_coef_delta']:g}"
+    return f"{cfg['entropy_coef']:g}" if cfg.get("entropy_coef") else "none"
+
+
 def ablation_markdown(run_dirs: list[str | Path], scenario: str, reps: int = 2000) -> str:
     dirs = [Path(d) for d in run_dirs]
     ref = row_arrays(_rows(dirs[0], scenario)["legal-constrained"])[0]
     lines = [
-        "| run | loss_type | beta | learning rate | sampling temperature | steps | prompts per step | prompt pool | "
+        "| run | loss_type | beta | learning rate | sampling temperature | entropy bonus | steps | prompts per step | "
+        "prompt pool | "
         "return reward | "
         "reward weights (format / legality / agreement / return) | "
         "free-decoding invalid rate [95% CI] | return IQM, constrained [95% CI] | win rate [95% CI] | "
         "P(run > first run) [95% CI] |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for d in dirs:
         cfg = json.loads((d / "config.json").read_text())["grpo"]
@@ -52,7 +60,7 @@ def ablation_markdown(run_dirs: list[str | Path], scenario: str, reps: int = 200
         poi_txt = "-" if poi is None else f"{poi[0]:.2f} [{poi[1]:.2f}, {poi[2]:.2f}] ({verdict(poi)})"
         lines.append(
             f"| `{d.name}` | {cfg['loss_type']} | {cfg['beta']} | {cfg['learning_rate']:g} | {cfg['temperature']:g} | "
-            f"{cfg['max_steps']} | "
+            f"{_entropy_bonus(cfg)} | {cfg['max_steps']} | "
             f"{cfg['batch_size'] // cfg['num_generations']} | {cfg['max_prompts']} | {cfg['return_reward']} | "
             f"{' / '.join(f'{w:g}' for w in cfg['reward_weights'])} | "
             f"{i[0]:.3f} [{i[1]:.3f}, {i[2]:.3f}] | {iqm[0]:.3f} [{iqm[1]:.3f}, {iqm[2]:.3f}] | "

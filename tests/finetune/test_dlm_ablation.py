@@ -6,9 +6,11 @@ import json
 from finetune.dlm.ablation import ablation_markdown
 
 
-def _run(path, returns, illegal, weights, beta, lr=2e-3, batch=16, steps=48, pool=200, temperature=1.0):
+def _run(
+    path, returns, illegal, weights, beta, lr=2e-3, batch=16, steps=48, pool=200, temperature=1.0, **extra
+):
     path.mkdir()
-    cfg = {
+    cfg = extra | {
         "loss_type": "grpo",
         "beta": beta,
         "learning_rate": lr,
@@ -49,13 +51,18 @@ def test_ablation_rows_name_the_objective_and_compare_with_the_first_run(tmp_pat
         steps=96,
         pool=96,
         temperature=1.5,
+        use_adaptive_entropy=True,
+        entropy_target=0.2,
+        entropy_coef_delta=0.005,
+        entropy_coef=0.0,
     )
     lines = ablation_markdown([tmp_path / "ref", tmp_path / "ret"], "s", reps=200).splitlines()
     assert "reward weights" in lines[0]
     ref, ret = lines[2], lines[3]
     assert "| 0.5 / 1 / 1 / 0.5 |" in ref and "| 0 / 0 / 0 / 1 |" in ret
-    assert "| 0.002 | 1 | 48 | 2 | 200 |" in ref  # learning rate, temperature, steps, prompts per step, pool
-    assert "| 0.0005 | 1.5 | 96 | 4 | 96 |" in ret
+    # learning rate, temperature, entropy bonus, steps, prompts per step, pool (`ref` predates the bonus)
+    assert "| 0.002 | 1 | none | 48 | 2 | 200 |" in ref
+    assert "| 0.0005 | 1.5 | adaptive, target 0.2, step 0.005 | 96 | 4 | 96 |" in ret
     assert "| 0.500 [" in ref and "| 0.100 [" in ret  # free-decoding invalid rates 50/100 and 10/100
     assert "| 0.000 [0.000, 0.000] |" in ref and "| 1.000 [1.000, 1.000] |" in ret  # return IQMs
     assert ref.endswith("| - |")

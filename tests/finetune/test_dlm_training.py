@@ -243,17 +243,22 @@ def _sampled_reward(model_dir, prompts, draws: int = 8) -> float:
     return sum(scores) / len(scores)
 
 
-def test_grpo_raises_a_tiny_task_reward_above_sft(samples, tmp_path):
-    """Ten GRPO steps on a graded tiny reward must lift the sampled reward well above the SFT model's
-    (measured: 0.17 -> 0.49); with the update removed the GRPO model is the SFT model and this fails."""
+def _tiny_grpo(samples, tmp_path, gcfg: GRPORunConfig, n_prompts: int):
+    """One-epoch SFT of the tiny model, then GRPO on the letter reward over `n_prompts` execution prompts."""
     from datasets import Dataset
 
     from finetune.dlm.grpo import train_grpo
     from finetune.dlm.sft import run_sft
 
-    cfg = _tiny_sft_cfg(epochs=1)
-    run_sft(cfg, samples[:16], tmp_path)
-    prompts = [s["prompt"] for s in samples if s["prompt"][1]["role"] == "user"][:8]
+    run_sft(_tiny_sft_cfg(epochs=1), samples[:16], tmp_path)
+    prompts = [s["prompt"] for s in samples if s["prompt"][1]["role"] == "user"][:n_prompts]
+    dataset = Dataset.from_list([{"prompt": p} for p in prompts])
+    return train_grpo(gcfg, tmp_path / "sft", dataset, [_letter_reward], tmp_path), prompts
+
+
+def test_grpo_raises_a_tiny_task_reward_above_sft(samples, tmp_path):
+    """Ten GRPO steps on a graded tiny reward must lift the sampled reward well above the SFT model's
+    (measured: 0.17 -> 0.49); with the update removed the GRPO model is the SFT model and this fails."""
     gcfg = GRPORunConfig(
         max_steps=10,
         num_generations=8,
@@ -263,13 +268,7 @@ def test_grpo_raises_a_tiny_task_reward_above_sft(samples, tmp_path):
         learning_rate=0.01,
         max_completion_length=8,
     )
-    m = train_grpo(
-        gcfg,
-        tmp_path / "sft",
-        Dataset.from_list([{"prompt": p} for p in prompts]),
-        [_letter_reward],
-        tmp_path,
-    )
+    m, prompts = _tiny_grpo(samples, tmp_path, gcfg, n_prompts=8)
     assert m["groups"] == 20 and m["zero_advantage_groups"] < 5  # a graded reward: groups rarely tie
     before, after = _sampled_reward(tmp_path / "sft", prompts), _sampled_reward(tmp_path / "grpo", prompts)
     assert after > before + 0.1, (before, after)
@@ -278,13 +277,6 @@ def test_grpo_raises_a_tiny_task_reward_above_sft(samples, tmp_path):
 def test_adaptive_entropy_control_reaches_the_trainer(samples, tmp_path):
     """The run's entropy settings must reach TRL: below its target the bonus grows by its delta each step,
     and the report names the control; a config that drops a field leaves the coefficient at 0."""
-    from datasets import Dataset
-
-    from finetune.dlm.grpo import train_grpo
-    from finetune.dlm.sft import run_sft
-
-    run_sft(_tiny_sft_cfg(epochs=1), samples[:16], tmp_path)
-    prompts = [s["prompt"] for s in samples if s["prompt"][1]["role"] == "user"][:4]
     gcfg = GRPORunConfig(
         max_steps=3,
         num_generations=4,
@@ -295,13 +287,7 @@ def test_adaptive_entropy_control_reaches_the_trainer(samples, tmp_path):
         entropy_target=1e3,  # far above any per-token entropy: the bonus must rise every step
         entropy_coef_delta=0.01,
     )
-    m = train_grpo(
-        gcfg,
-        tmp_path / "sft",
-        Dataset.from_list([{"prompt": p} for p in prompts]),
-        [_letter_reward],
-        tmp_path,
-    )
+    m, _ = _tiny_grpo(samples, tmp_path, gcfg, n_prompts=4)
     assert [round(s["entropy_coef"], 6) for s in m["steps"]] == [0.01, 0.02, 0.03]
     assert m["entropy_control"] == {
         "adaptive": True,

@@ -39,12 +39,12 @@ def ablation_markdown(run_dirs: list[str | Path], scenario: str, reps: int = 200
     ref = row_arrays(_rows(dirs[0], scenario)["legal-constrained"])[0]
     lines = [
         "| run | loss_type | beta | learning rate | sampling temperature | entropy bonus | steps | prompts per step | "
-        "prompt pool | "
+        "completions per prompt | prompt pool | "
         "return reward | "
         "reward weights (format / legality / agreement / return) | "
         "free-decoding invalid rate [95% CI] | return IQM, constrained [95% CI] | win rate [95% CI] | "
         "P(run > first run) [95% CI] |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for d in dirs:
         cfg = json.loads((d / "config.json").read_text())["grpo"]
@@ -61,7 +61,8 @@ def ablation_markdown(run_dirs: list[str | Path], scenario: str, reps: int = 200
         lines.append(
             f"| `{d.name}` | {cfg['loss_type']} | {cfg['beta']} | {cfg['learning_rate']:g} | {cfg['temperature']:g} | "
             f"{_entropy_bonus(cfg)} | {cfg['max_steps']} | "
-            f"{cfg['batch_size'] // cfg['num_generations']} | {cfg['max_prompts']} | {cfg['return_reward']} | "
+            f"{cfg['batch_size'] // cfg['num_generations']} | {cfg['num_generations']} | {cfg['max_prompts']} | "
+            f"{cfg['return_reward']} | "
             f"{' / '.join(f'{w:g}' for w in cfg['reward_weights'])} | "
             f"{i[0]:.3f} [{i[1]:.3f}, {i[2]:.3f}] | {iqm[0]:.3f} [{iqm[1]:.3f}, {iqm[2]:.3f}] | "
             f"{w[0]:.2f} [{w[1]:.2f}, {w[2]:.2f}] | {poi_txt} |"

@@ -7,7 +7,18 @@ from finetune.dlm.ablation import ablation_markdown
 
 
 def _run(
-    path, returns, illegal, weights, beta, lr=2e-3, batch=16, steps=48, pool=200, temperature=1.0, **extra
+    path,
+    returns,
+    illegal,
+    weights,
+    beta,
+    lr=2e-3,
+    batch=16,
+    steps=48,
+    pool=200,
+    temperature=1.0,
+    group=8,
+    **extra,
 ):
     path.mkdir()
     cfg = extra | {
@@ -18,7 +29,7 @@ def _run(
         "batch_size": batch,
         "max_steps": steps,
         "max_prompts": pool,
-        "num_generations": 8,
+        "num_generations": group,
         "return_reward": "model",
         "reward_weights": weights,
     }
@@ -48,6 +59,7 @@ def test_ablation_rows_name_the_objective_and_compare_with_the_first_run(tmp_pat
         0.04,
         lr=5e-4,
         batch=32,
+        group=16,
         steps=96,
         pool=96,
         temperature=1.5,
@@ -60,9 +72,9 @@ def test_ablation_rows_name_the_objective_and_compare_with_the_first_run(tmp_pat
     assert "reward weights" in lines[0]
     ref, ret = lines[2], lines[3]
     assert "| 0.5 / 1 / 1 / 0.5 |" in ref and "| 0 / 0 / 0 / 1 |" in ret
-    # learning rate, temperature, entropy bonus, steps, prompts per step, pool (`ref` predates the bonus)
-    assert "| 0.002 | 1 | none | 48 | 2 | 200 |" in ref
-    assert "| 0.0005 | 1.5 | adaptive, target 0.2, step 0.005 | 96 | 4 | 96 |" in ret
+    # learning rate, temperature, entropy bonus, steps, prompts per step, group size, pool (`ref` predates the bonus)
+    assert "| 0.002 | 1 | none | 48 | 2 | 8 | 200 |" in ref
+    assert "| 0.0005 | 1.5 | adaptive, target 0.2, step 0.005 | 96 | 2 | 16 | 96 |" in ret
     assert "| 0.500 [" in ref and "| 0.100 [" in ret  # free-decoding invalid rates 50/100 and 10/100
     assert "| 0.000 [0.000, 0.000] |" in ref and "| 1.000 [1.000, 1.000] |" in ret  # return IQMs
     assert ref.endswith("| - |")

@@ -152,6 +152,14 @@ class GRPORunConfig:
     use_vllm: bool = field(
         default=False, metadata={"help": "TRL's vLLM generation (GPU, `pip install trl[vllm]`)."}
     )
+    score_prompts_once: bool = field(
+        default=True,
+        metadata={
+            "help": "score each distinct prompt once per step, its KV cache shared by its completions "
+            "(`latent.group_scoring`; the same values as TRL's per-row scoring up to float rounding); "
+            "false: TRL's per-row scoring, with which recipes 1-10 of finetune/dlm/README.md ran."
+        },
+    )
     seed: int = 0
 
 

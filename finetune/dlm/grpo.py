@@ -30,6 +30,7 @@ from latent.device import model_dtype, trainer_common_args
 
 __all__ = [
     "ZeroAdvantageCounter",
+    "build_grpo_trainer",
     "grpo_dataset",
     "grpo_prompts",
     "grpo_samples",
@@ -152,17 +153,16 @@ def _entropy_control(cfg: GRPORunConfig) -> dict[str, Any] | None:
     }
 
 
-def train_grpo(
+def build_grpo_trainer(
     cfg: GRPORunConfig,
     model_dir: str | Path,
     dataset,
     reward_funcs: list,
     run_dir: str | Path,
     dtype_name: str = "auto",
-) -> dict[str, Any]:
-    """GRPO-train the chat model in `model_dir` on `dataset` (a conversational `prompt` column and whatever
-    the rewards read) with `reward_funcs`; save it (LoRA merged) to `run_dir/grpo` and return the metrics,
-    with the zero-advantage counts of `ZeroAdvantageCounter`."""
+):
+    """The GRPO trainer `train_grpo` runs (checkpoints under `run_dir/grpo_checkpoints`) and the
+    `ZeroAdvantageCounter` its callback feeds."""
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
@@ -198,7 +198,12 @@ def train_grpo(
     )
     counter = ZeroAdvantageCounter(cfg.batch_size // cfg.num_generations)
     callback = type("ZeroAdvantageCallback", (TrainerCallback,), {"on_log": counter.on_log})()
-    trainer = GRPOTrainer(
+    trainer_class = GRPOTrainer
+    if cfg.score_prompts_once:
+        from finetune.dlm.group_trainer import GroupScoringGRPOTrainer
+
+        trainer_class = GroupScoringGRPOTrainer
+    trainer = trainer_class(
         model=model,
         reward_funcs=reward_funcs,
         args=args,
@@ -207,7 +212,24 @@ def train_grpo(
         peft_config=peft_config,
         callbacks=[callback],
     )
-    result = trainer.train(resume_from_checkpoint=last_checkpoint(out))
+    return trainer, counter
+
+
+def train_grpo(
+    cfg: GRPORunConfig,
+    model_dir: str | Path,
+    dataset,
+    reward_funcs: list,
+    run_dir: str | Path,
+    dtype_name: str = "auto",
+) -> dict[str, Any]:
+    """GRPO-train the chat model in `model_dir` on `dataset` (a conversational `prompt` column and whatever
+    the rewards read) with `reward_funcs`; save it (LoRA merged) to `run_dir/grpo` and return the metrics,
+    with the zero-advantage counts of `ZeroAdvantageCounter`."""
+    run_dir = Path(run_dir)
+    trainer, counter = build_grpo_trainer(cfg, model_dir, dataset, reward_funcs, run_dir, dtype_name)
+    tok = trainer.processing_class
+    result = trainer.train(resume_from_checkpoint=last_checkpoint(run_dir / "grpo_checkpoints"))
     final = trainer.model.merge_and_unload() if cfg.lora else trainer.model
     final.save_pretrained(run_dir / "grpo")
     tok.save_pretrained(run_dir / "grpo")
@@ -219,6 +241,7 @@ def train_grpo(
         "beta": cfg.beta,
         "learning_rate": cfg.learning_rate,
         "entropy_control": _entropy_control(cfg),
+        "score_prompts_once": cfg.score_prompts_once,
         "max_steps": cfg.max_steps,
         "reward_first": history[0] if history else None,
         "reward_last": history[-1] if history else None,

@@ -297,6 +297,64 @@ def test_adaptive_entropy_control_reaches_the_trainer(samples, tmp_path):
     }
 
 
+def test_group_scoring_trainer_scores_as_trl_does(samples, tmp_path):
+    """The trainer `grpo.score_prompts_once` picks must give TRL's own log-probabilities and entropies on
+    a LoRA model (prompts repeated per group, completions of different lengths), and `false` must give
+    TRL's trainer."""
+    from datasets import Dataset
+    from trl import GRPOTrainer
+
+    from finetune.dlm.group_trainer import GroupScoringGRPOTrainer
+    from finetune.dlm.grpo import build_grpo_trainer
+    from finetune.dlm.sft import run_sft
+
+    run_sft(_tiny_sft_cfg(epochs=1), samples[:16], tmp_path)
+    prompts = [s["prompt"] for s in samples if s["prompt"][1]["role"] == "user"][:2]
+    gcfg = GRPORunConfig(max_steps=1, num_generations=4, batch_size=8, lora=True, temperature=0.8)
+    data = Dataset.from_list([{"prompt": p} for p in prompts])
+    trainer, _ = build_grpo_trainer(gcfg, tmp_path / "sft", data, [_letter_reward], tmp_path)
+    assert type(trainer) is GroupScoringGRPOTrainer
+    for name, p in trainer.model.named_parameters():  # LoRA B starts at zero: make the adapter matter
+        if "lora_B" in name:
+            torch.nn.init.normal_(p, std=0.2)
+    tok = trainer.processing_class
+    texts = [tok.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
+    enc = tok(
+        [t for t in texts for _ in range(4)], return_tensors="pt", padding=True, add_special_tokens=False
+    )
+    g = torch.Generator().manual_seed(0)
+    completion = torch.randint(3, 200, (8, 3), generator=g)
+    completion_mask = (torch.arange(3)[None] < torch.tensor([1, 2, 3, 3, 2, 1, 3, 1])[:, None]).long()
+    ids = torch.cat([enc["input_ids"], completion.masked_fill(completion_mask == 0, tok.pad_token_id)], 1)
+    mask = torch.cat([enc["attention_mask"], completion_mask], 1)
+    ours = trainer._get_per_token_logps_and_entropies(trainer.model, ids, mask, 3, compute_entropy=True)
+    theirs = GRPOTrainer._get_per_token_logps_and_entropies(
+        trainer, trainer.model, ids, mask, 3, compute_entropy=True
+    )
+    keep = completion_mask.bool()
+    torch.testing.assert_close(ours[0][keep], theirs[0][keep], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(ours[1][keep], theirs[1][keep], atol=1e-5, rtol=1e-5)
+    assert ours[2] is None
+    prompt_ids = [tok(t, add_special_tokens=False)["input_ids"] for t in texts for _ in range(4)]
+    read = []  # tokens through the embedding: the prompts once each, not once per completion
+    hook = trainer.model.get_input_embeddings().register_forward_hook(
+        lambda m, i, o: read.append(i[0].numel())
+    )
+    torch.manual_seed(3)
+    sampled = trainer._generate_single_turn(prompt_ids, None, {}, 4)[0]
+    n_ours, read[:] = sum(read), []
+    torch.manual_seed(3)
+    assert sampled == GRPOTrainer._generate_single_turn(trainer, prompt_ids, None, {}, 4)[0]
+    hook.remove()
+    assert n_ours < 0.5 * sum(read), (n_ours, sum(read))
+    assert "generate" not in vars(trainer.model)
+    off = GRPORunConfig(max_steps=1, num_generations=4, batch_size=8, score_prompts_once=False)
+    assert (
+        type(build_grpo_trainer(off, tmp_path / "sft", data, [_letter_reward], tmp_path / "off")[0])
+        is GRPOTrainer
+    )
+
+
 def test_entropy_settings_are_checked():
     with pytest.raises(ValueError, match="entropy_target"):
         DLMConfig(grpo=GRPORunConfig(entropy_target=0.0))

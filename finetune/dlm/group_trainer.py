@@ -60,6 +60,7 @@ class GroupScoringGRPOTrainer(GRPOTrainer):
                 compute_aux_loss=compute_aux_loss,
                 **inputs,
             )
+        # one pass over the whole batch: its distinct prompts are few, so TRL's `batch_size` chunks are not needed
         with self.accelerator.autocast():
             logps, entropy = completion_logprobs(
                 model, input_ids, attention_mask, logits_to_keep, self.temperature, compute_entropy

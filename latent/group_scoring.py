@@ -21,7 +21,7 @@ from contextlib import contextmanager
 import torch
 from transformers import PreTrainedModel
 
-from latent.kv_cache import cache_from_tensors, layer_tensors, new_cache
+from latent.kv_cache import new_cache, select_rows
 
 # Config fields that rescale or cap the logits before the softmax. TRL's fused head applies them; this
 # path does not, so models that set any of them must take the full-row path (`supports_group_scoring`).
@@ -53,6 +53,13 @@ def _cache_name(model: torch.nn.Module) -> str:
     return "cache" if "cache" in inspect.signature(type(base).forward).parameters else "past_key_values"
 
 
+def _distinct_rows(ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The distinct (ids, mask) rows of a batch, and for each batch row the index of its distinct row."""
+    width = ids.shape[1]
+    distinct, rows = torch.unique(torch.cat([ids, mask.to(ids.dtype)], dim=1), dim=0, return_inverse=True)
+    return distinct[:, :width], distinct[:, width:].to(mask.dtype), rows
+
+
 def completion_logprobs(
     model: PreTrainedModel,
     input_ids: torch.Tensor,
@@ -70,26 +77,14 @@ def completion_logprobs(
         raise ValueError(
             f"completion_length {c} must be at least 1 and shorter than the rows ({input_ids.shape[1]} tokens)"
         )
-    prompt_ids, prompt_mask = input_ids[:, :-c], attention_mask[:, :-c]
-    keys = torch.cat([prompt_ids, prompt_mask.to(prompt_ids.dtype)], dim=1)
-    distinct, rows = torch.unique(keys, dim=0, return_inverse=True)
-    width, name = prompt_ids.shape[1], _cache_name(model)
+    ids, mask, rows = _distinct_rows(input_ids[:, :-c], attention_mask[:, :-c])
+    name = _cache_name(model)
     head = model(
-        input_ids=distinct[:, :width],
-        attention_mask=distinct[:, width:].to(attention_mask.dtype),
-        use_cache=True,
-        logits_to_keep=1,
-        **{name: new_cache(model)},
+        input_ids=ids, attention_mask=mask, use_cache=True, logits_to_keep=1, **{name: new_cache(model)}
     )
     logits = [head.logits[:, -1:].index_select(0, rows)]  # predicts each row's first completion token
     if c > 1:
-        cache = cache_from_tensors(
-            model,
-            [
-                (k.index_select(0, rows), v.index_select(0, rows))
-                for k, v in layer_tensors(getattr(head, name))
-            ],
-        )
+        cache = select_rows(getattr(head, name), rows)  # index_select: gradients reach the shared prompt
         tail = model(
             input_ids=input_ids[:, -c:-1],
             attention_mask=attention_mask[:, :-1],
@@ -110,10 +105,8 @@ def prefilled_prompts(model: PreTrainedModel, input_ids: torch.Tensor, attention
     """A KV cache of every row's prompt but its last token (B rows, left-padded), each distinct prompt
     computed once, at the positions `generate` gives them (real tokens counted from 0). `generate` called
     with the full `input_ids` and this cache reads only the last column, then decodes as usual."""
-    keys = torch.cat([input_ids, attention_mask.to(input_ids.dtype)], dim=1)
-    distinct, rows = torch.unique(keys, dim=0, return_inverse=True)
-    width, name = input_ids.shape[1], _cache_name(model)
-    ids, mask = distinct[:, : width - 1], distinct[:, width : 2 * width - 1].to(attention_mask.dtype)
+    ids, mask, rows = _distinct_rows(input_ids[:, :-1], attention_mask[:, :-1])
+    name = _cache_name(model)
     with torch.no_grad():
         out = model(
             input_ids=ids,
@@ -123,10 +116,7 @@ def prefilled_prompts(model: PreTrainedModel, input_ids: torch.Tensor, attention
             logits_to_keep=1,
             **{name: new_cache(model)},
         )
-        tensors = [
-            (k.index_select(0, rows), v.index_select(0, rows)) for k, v in layer_tensors(getattr(out, name))
-        ]
-        return cache_from_tensors(model, tensors)
+        return select_rows(getattr(out, name), rows)
 
 
 @contextmanager

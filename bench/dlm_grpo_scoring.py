@@ -69,8 +69,8 @@ def run(ns: argparse.Namespace) -> int:
         )
     settings = json.loads((root / "config.json").read_text())["grpo"]
     known = GRPORunConfig.__dataclass_fields__
-    cfg = replace(GRPORunConfig(**{k: v for k, v in settings.items() if k in known}), seed=args.seed)
-    cfg = replace(cfg, max_steps=args.steps)
+    cfg = GRPORunConfig(**{k: v for k, v in settings.items() if k in known})
+    cfg = replace(cfg, seed=args.seed, max_steps=args.steps)
     samples = grpo_samples(root / "data", cfg.tiers, args.seed)
     dataset = grpo_dataset(samples, cfg.max_prompts, args.seed)
     rewards, _ = run_rewards(root, args.seed, samples[0]["env"])

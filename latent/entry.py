@@ -42,6 +42,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "families": ("scipy", "sklearn", "pandas", "networkx", "statsmodels"),
     "train": ("matplotlib", "datasets"),
     "vllm": ("vllm",),
+    "serve": ("fastapi", "uvicorn"),
 }
 CORE_MODULES = (
     "torch",

@@ -6,7 +6,8 @@ circle and `latent/` stands on its own. `tests/test_structure.py` checks every i
   point, device choice).
 - `agents`: LatentMAS, on top of `latent`.
 - `eval`: tasks (with their data generators), scoring and the harness that runs `agents`.
-- `finetune`, `probes`, `families`: three independent users of the floors below; none imports another.
+- `finetune`, `probes`, `families`, `serve`: independent users of the floors below; none imports another
+  (`serve` puts agent graphs behind an OpenAI-compatible endpoint).
 - `bench`: scripts that measure any of the above.
 - `latentworks`: the command router; nothing imports it.
 """
@@ -19,7 +20,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("latent",),
     ("agents",),
     ("eval",),
-    ("finetune", "probes", "families"),
+    ("finetune", "probes", "families", "serve"),
     ("bench",),
     ("latentworks",),
 )

@@ -55,12 +55,14 @@ COMMANDS: dict[str, Command] = {
         "probes.cli", "alignment-faking probes and steering: e1 | e2 | e3 | organisms", "probes"
     ),
     "finetune": Command("finetune.cli", "fine-tuning recipes: builtin | latent-align | mas", "train"),
+    "serve": Command("serve.cli", "agent graphs behind an OpenAI-compatible endpoint, batched", "serve"),
 }
 FAMILY_HELP = "run a side-module demo: latentworks family <name> [--quick]"
 CHECKED = {
     "probes": EXTRAS["probes"],
     "dlm": ("trl", "datasets", "scipy"),
     "train": EXTRAS["train"],
+    "serve": EXTRAS["serve"],
 }  # needed by every stage / recipe
 logger = logging.getLogger("latentworks")
 

@@ -5,7 +5,7 @@ builder in `latent/args.py`.
 
 Floors (declared once in `latent/floors.py`, lowest first):
 
-    latent < agents < eval < finetune | probes | families < bench < latentworks
+    latent < agents < eval < finetune | probes | families | serve < bench < latentworks
 
 A package imports only packages on lower floors: not one above (a climb), not a sibling on its own floor.
 `finetune`, `probes` and `families` share a floor because none uses another: each is a separate user of
@@ -26,11 +26,11 @@ from latent.floors import FLOORS, PACKAGES, floor_of
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTSIDE_FLOORS = {"tests", "examples", "docs"}  # may import anything; not imported by the project
-SHORT = ["latent", "agents", "eval", "latentworks"]
+SHORT = ["latent", "agents", "eval", "serve", "latentworks"]
 MAX_LINES = 80
 HOOKS = {"register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook"}
 # Packages whose command lines come from `latent.args`: every one below the router, scripts included
-BUILDER_USERS = ["latent", "agents", "eval", "finetune", "probes", "families", "bench"]
+BUILDER_USERS = ["latent", "agents", "eval", "finetune", "probes", "families", "serve", "bench"]
 BUILDER = {"latent.args", "latent.entry"}  # the builder and the entry point: the one place argparse is called
 PARSER_CALLS = {"add_argument", "add_parser", "add_subparsers", "add_argument_group", "ArgumentParser"}
 

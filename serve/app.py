@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Hashable
@@ -22,7 +21,7 @@ from serve.config import ServeConfig
 from serve.errors import ApiError, BodyLimit, error_body, install_error_handlers
 from serve.pipelines import PipelineRunner, pipelines_for
 from serve.schemas import ChatRequest, completion_body, parse_chat_request, truncate_at_stop
-from serve.stream import sse_events, token_pieces
+from serve.stream import ChunkStream, token_pieces
 
 logger = logging.getLogger(__name__)
 
@@ -145,17 +144,21 @@ def _answer(req: ChatRequest, result: Any) -> tuple[str, str]:
 
 
 async def _stream(request: Request, req: ChatRequest, ticket: Ticket) -> AsyncIterator[str]:
-    """The event stream; a client that leaves cancels this generator, which frees its queue place."""
+    """The event stream. It opens before the answer is ready; a client that leaves while it waits
+    frees its queue place (`_wait`), one that leaves later ends only its own stream."""
+    events = ChunkStream(req.model)
+    yield events.start()
     try:
         result = await _wait(request, request.app.state.batcher, ticket)
     except ApiError as err:
         if err.status != 499:  # the batch failed: one error event in OpenAI's shape, then [DONE]
-            yield f"data: {json.dumps(error_body(err.status, err.message, code=err.code))}\n\n"
-            yield "data: [DONE]\n\n"
+            for event in events.error(error_body(err.status, err.message, code=err.code)):
+                yield event
         return  # else the client has gone
     text, finish = _answer(req, result)
     include_usage = bool(req.stream_options and req.stream_options.include_usage)
-    pieces = token_pieces(text, request.app.state.tokenizer)
-    for event in sse_events(req.model, pieces, finish, result, include_usage):
+    for event in events.answer(
+        token_pieces(text, request.app.state.tokenizer), finish, result, include_usage
+    ):
         yield event
         await asyncio.sleep(0)  # let a disconnect be noticed between chunks

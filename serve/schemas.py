@@ -88,9 +88,14 @@ def _loc(loc: tuple) -> str:
     return out
 
 
+def _union_tag(part: object) -> bool:
+    """pydantic names the branch of a union in an error's location (`str`, `list[TextPart]`)."""
+    return isinstance(part, str) and (part in ("str", "int", "float", "bool", "none") or "[" in part)
+
+
 def _validation_error(err: ValidationError) -> ApiError:
     first = err.errors()[0]
-    param = _loc(tuple(p for p in first["loc"] if not str(p).startswith(("str", "list[", "function-"))))
+    param = _loc(tuple(p for p in first["loc"] if not _union_tag(p)))
     got = first.get("input")
     shown = json.dumps(got)[:80] if not isinstance(got, dict) else "an object"
     if first["type"] == "extra_forbidden":

@@ -11,7 +11,7 @@ from typing import Any
 
 from serve.schemas import new_id, usage_body
 
-__all__ = ["sse_events", "token_pieces"]
+__all__ = ["ChunkStream", "token_pieces"]
 
 
 def token_pieces(text: str, tokenizer: Any) -> list[str]:
@@ -39,23 +39,41 @@ def _chunk(cid: str, created: int, model: str, delta: dict, finish: str | None) 
     return f"data: {json.dumps(body)}\n\n"
 
 
-def sse_events(
-    model: str, pieces: list[str], finish_reason: str, result: Any, include_usage: bool
-) -> Iterator[str]:
-    """The whole event stream of one answer, as `data: ...` lines."""
-    cid, created = new_id(), int(time.time())
-    yield _chunk(cid, created, model, {"role": "assistant", "content": ""}, None)
-    for piece in pieces:
-        yield _chunk(cid, created, model, {"content": piece}, None)
-    yield _chunk(cid, created, model, {}, finish_reason)
-    if include_usage:
-        body = {
-            "id": cid,
-            "object": "chat.completion.chunk",
-            "created": created,
-            "model": model,
-            "choices": [],
-            "usage": usage_body(result),
-        }
+class ChunkStream:
+    """The events of one streamed answer, all with the same id: `start()` (sent before the answer is
+    ready, so a client sees the stream open at once), then `answer(...)` and `error(...)`."""
+
+    def __init__(self, model: str) -> None:
+        self.model, self.id, self.created = model, new_id(), int(time.time())
+
+    def start(self) -> str:
+        return self._chunk({"role": "assistant", "content": ""}, None)
+
+    def answer(
+        self, pieces: list[str], finish_reason: str, result: Any, include_usage: bool
+    ) -> Iterator[str]:
+        """One chunk per piece, the finish reason, the usage chunk when asked, then `[DONE]`."""
+        for piece in pieces:
+            yield self._chunk({"content": piece}, None)
+        yield self._chunk({}, finish_reason)
+        if include_usage:
+            yield self._event({"choices": [], "usage": usage_body(result)})
+        yield "data: [DONE]\n\n"
+
+    def error(self, body: dict) -> Iterator[str]:
         yield f"data: {json.dumps(body)}\n\n"
-    yield "data: [DONE]\n\n"
+        yield "data: [DONE]\n\n"
+
+    def _chunk(self, delta: dict, finish: str | None) -> str:
+        return self._event(
+            {"choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
+        )
+
+    def _event(self, fields: dict) -> str:
+        head = {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+        }
+        return f"data: {json.dumps({**head, **fields})}\n\n"

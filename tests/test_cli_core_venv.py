@@ -58,6 +58,7 @@ HELP = [
     ["models", "--help"],
     ["models"],
     ["models", "path", "--help"],
+    ["serve", "--help"],
 ]
 
 
@@ -88,6 +89,8 @@ def test_help_is_fast_and_imports_nothing_heavy(core_python, argv):
         (["finetune", "--help"], "train"),
         (["finetune", "builtin", "--tiny"], "train"),
         (["family", "gwf", "--quick"], "families"),
+        (["serve", "--help"], "serve"),
+        (["serve", "--model", "builtin:arith-mini"], "serve"),
     ],
     ids=lambda a: " ".join(a) if isinstance(a, list) else a,
 )

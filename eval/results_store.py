@@ -11,6 +11,9 @@
   duplicating records. The lock dies with its process, so a killed run never leaves it stale.
 - `check_resume` refuses a resume whose model weights (fingerprint) or dtype changed since the
   run started, and records other changes (batch size, device) in the manifest's `resumes` list.
+- Every file of a run folder is opened without following a symbolic link (`open_run_file`), and
+  must be a regular file: a link planted in the folder could otherwise make a run append, truncate
+  or read a file outside it. `refuse_links` names such a link before anything is loaded.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import fcntl
 import json
 import logging
 import os
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,7 +36,7 @@ from eval.run_records import (
     json_damage,
     manifest_problem,
     parse_line,
-    record_problem,
+    read_line,
     run_id_of,
 )
 
@@ -50,6 +54,10 @@ class RunDirectoryBusy(ValueError):
 
 class RunStoreError(ValueError):
     """A results directory that cannot be read or written: the message names the file and the fix."""
+
+
+class LineTooLong(RunStoreError):
+    """A line of a run-folder file longer than any record (`MAX_LINE_BYTES`)."""
 
 
 _WRITE_FIXES = {
@@ -78,6 +86,87 @@ def writing(path: Path, doing: str = "write") -> Iterator[None]:
         raise write_error(err, path, doing) from None
 
 
+# The longest results line read. A record holds one model answer per agent (and, with
+# `inspect_latents`, the logit lens of its latent thoughts): far below this. A longer "line" is not a
+# record, and reading it whole could exhaust memory.
+MAX_LINE_BYTES = 64 << 20
+# Names of the files a run folder holds (`results*` covers shards, `.quarantine` and `.lock`).
+RUN_FILE_PATTERNS = ("manifest.json", "summary.json", "report.md", "report.png", "results*")
+
+
+def _link_error(path: Path) -> RunStoreError:
+    return RunStoreError(
+        f"{path} is a symbolic link; the files of a run folder are never opened through a link (it could "
+        "make the run read or write a file outside the folder). Replace the link with the file itself, "
+        "or remove it, or choose another --out directory"
+    )
+
+
+def open_run_file(path: Path, flags: int, doing: str = "open", mode: int = 0o644) -> int:
+    """A descriptor of the run-folder file `path`, opened without following a link and checked to
+    be a regular file (a device, FIFO or folder of that name is refused); errors name the file."""
+    path = Path(path)
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, mode)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise _link_error(path) from None
+        if err.errno == errno.ENOENT and not flags & os.O_CREAT:
+            raise
+        raise write_error(err, path, doing) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise RunStoreError(
+            f"{path} is not a regular file; a run folder's {path.name} must be one. Move it away, or "
+            "choose another --out directory"
+        )
+    os.set_blocking(fd, True)
+    return fd
+
+
+def refuse_links(folder: Path) -> None:
+    """Refuse (before anything is loaded or written) a run folder any of whose files is a link."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return
+    for pattern in RUN_FILE_PATTERNS:
+        for path in sorted(folder.glob(pattern)):
+            if path.is_symlink():
+                raise _link_error(path)
+
+
+def read_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(line number, raw bytes) of a run-folder file, read without following a link; a line longer
+    than `MAX_LINE_BYTES` is a `RunStoreError` (no record is that long, and it is not read whole)."""
+    path = Path(path)
+    with os.fdopen(open_run_file(path, os.O_RDONLY, "read"), "rb") as fh:
+        for n, raw in enumerate(iter(lambda: fh.readline(MAX_LINE_BYTES + 1), b""), 1):
+            if len(raw) > MAX_LINE_BYTES:
+                raise LineTooLong(
+                    f"line {n} of {path} is longer than {MAX_LINE_BYTES >> 20} MiB, so it is no record of a "
+                    "run; move the file out of the folder, or choose another --out directory"
+                )
+            yield n, raw
+
+
+def write_new(path: Path, data: bytes, doing: str) -> None:
+    """Write `data` to `path` by a fresh temporary file renamed over it (atomic; a link at `path` is
+    replaced, never followed)."""
+    path = Path(path)
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}.{os.urandom(4).hex()}")
+    with writing(path, doing):
+        fd = open_run_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, doing)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+
+
 def read_manifest(path: Path) -> dict:
     """The run's manifest; a missing, unreadable or damaged one is one `RunStoreError` with the fix."""
     path = Path(path)
@@ -86,7 +175,13 @@ def read_manifest(path: Path) -> dict:
         "or choose a new --out directory"
     )
     try:
-        text = path.read_text(encoding="utf-8")
+        with os.fdopen(open_run_file(path, os.O_RDONLY, "read"), "rb") as fh:
+            raw = fh.read(MAX_LINE_BYTES + 1)
+        if len(raw) > MAX_LINE_BYTES:
+            raise RunStoreError(
+                f"the run manifest {path} is damaged (larger than {MAX_LINE_BYTES >> 20} MiB); {fix}"
+            )
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         raise RunStoreError(f"no manifest at {path}; {fix}") from None
     except (OSError, UnicodeDecodeError) as err:
@@ -110,35 +205,53 @@ def read_manifest(path: Path) -> dict:
 
 def write_manifest(path: Path, manifest: dict) -> None:
     """Write the manifest atomically (a crash never leaves half of one)."""
-    path = Path(path)
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    with writing(path, "write the run manifest"):
-        tmp.write_text(json.dumps(manifest, indent=2))
-        os.replace(tmp, path)
+    write_new(Path(path), json.dumps(manifest, indent=2).encode(), "write the run manifest")
 
 
 class RunLock:
-    """Exclusive, non-blocking lock on `<results file>.lock`; raises `RunDirectoryBusy` when taken."""
+    """Exclusive, non-blocking lock on `<results file>.lock`; raises `RunDirectoryBusy` when taken.
+
+    The lock file holds the holder's pid and is removed when the lock is released, so a finished run
+    leaves no lock file behind. Removing it is safe: a process that locked the file just before its
+    removal sees that the path no longer names the file it locked, and locks the new one instead.
+    """
 
     def __init__(self, results_file: Path):
         self.path = Path(str(results_file) + ".lock")
         with writing(self.path, "create the lock file"):
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        while True:
+            fd = open_run_file(self.path, os.O_RDWR | os.O_CREAT, "create the lock file")
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+                os.close(fd)
+                raise RunDirectoryBusy(
+                    f"another process (pid {holder}) is writing {results_file}; wait for it to finish, "
+                    "or choose another --out directory."
+                ) from None
+            if self._still_named(fd):
+                break
+            os.close(fd)  # the holder before us removed this file as we opened it: lock the new one
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self.fd: int | None = fd
+
+    def _still_named(self, fd: int) -> bool:
         try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(self.fd, 64, 0).decode(errors="replace").strip() or "unknown"
-            os.close(self.fd)
-            raise RunDirectoryBusy(
-                f"another process (pid {holder}) is writing {results_file}; wait for it to finish, "
-                "or choose another --out directory."
-            ) from None
-        os.ftruncate(self.fd, 0)
-        os.pwrite(self.fd, str(os.getpid()).encode(), 0)
+            now = os.lstat(self.path)
+        except FileNotFoundError:
+            return False
+        held = os.fstat(fd)
+        return (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
 
     def release(self) -> None:
+        """Remove the lock file (while still holding it), then drop the lock."""
         if self.fd is not None:
+            if self._still_named(self.fd):
+                with contextlib.suppress(OSError):
+                    self.path.unlink()
             fcntl.flock(self.fd, fcntl.LOCK_UN)
             os.close(self.fd)
             self.fd = None
@@ -148,22 +261,6 @@ class RunLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
-
-
-def _parsed(raw: bytes, expect: RunExpectation | None) -> tuple[object, str | None]:
-    """(the record, None) for a usable results line, or (None, why) for any other. Without `expect`,
-    only the structure is checked (a JSON object with a string `item_id` and `method`)."""
-    if not raw.endswith(b"\n"):
-        return None, "torn line (no newline)"
-    rec, why = parse_line(raw)
-    if why is None:
-        if expect is not None:
-            why = record_problem(rec, expect)
-        elif not isinstance(rec, dict):
-            why = f"not a JSON object but {type(rec).__name__}"
-        elif not isinstance(rec.get("item_id"), str) or not isinstance(rec.get("method"), str):
-            why = "no string item_id and method"
-    return (None, why) if why is not None else (rec, None)
 
 
 def _foreign_manifest(path: Path, manifest_file: Path, detail: str) -> RunStoreError:
@@ -181,14 +278,12 @@ def recover(path: Path, expect: RunExpectation | None = None) -> set[tuple[str, 
     every other line goes, verbatim and with its reason, to `<path>.quarantine`."""
     path = Path(path)
     done: set[tuple[str, str]] = set()
-    if not path.is_file():
-        return done
     good: list[bytes] = []
     bad: list[dict] = []
     duplicates = 0
-    with open(path, "rb") as fh:
-        for n, raw in enumerate(fh, 1):
-            rec, why = _parsed(raw, expect)
+    try:
+        for n, raw in read_lines(path):
+            rec, why = read_line(raw, expect)
             if why is not None:
                 bad.append({"line": n, "reason": why, "raw": raw.decode("utf-8", "replace")})
                 continue
@@ -196,6 +291,8 @@ def recover(path: Path, expect: RunExpectation | None = None) -> set[tuple[str, 
             duplicates += key in done
             done.add(key)
             good.append(raw)
+    except FileNotFoundError:
+        return done
     foreign = sorted({b["reason"] for b in bad if b["reason"].startswith("record of another run")})
     if foreign and not good:
         raise _foreign_manifest(path, path.parent / "manifest.json", f"{len(bad)} line(s); {foreign[0]}")
@@ -204,18 +301,15 @@ def recover(path: Path, expect: RunExpectation | None = None) -> set[tuple[str, 
     if bad:
         quarantine = Path(str(path) + ".quarantine")
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
-        with writing(quarantine, "quarantine bad lines into"), open(quarantine, "a") as q:
+        doing = "quarantine bad lines into"
+        fd = open_run_file(quarantine, os.O_WRONLY | os.O_APPEND | os.O_CREAT, doing)
+        with writing(quarantine, doing), os.fdopen(fd, "a") as q:
             for b in bad:
                 q.write(json.dumps({**b, "file": path.name, "quarantined": stamp}) + "\n")
             q.flush()
             os.fsync(q.fileno())
-        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-        with writing(path, "rewrite"):
-            with open(tmp, "wb") as out:
-                out.writelines(good)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, path)  # atomic: a crash here leaves either the old or the cleaned file
+        # atomic: a crash here leaves either the old or the cleaned file
+        write_new(path, b"".join(good), "rewrite")
         reasons: dict[str, int] = {}
         for b in bad:
             reasons[b["reason"]] = reasons.get(b["reason"], 0) + 1
@@ -239,19 +333,18 @@ def check_belongs(path: Path, manifest_file: Path) -> None:
     versions (no `run_id`) and damaged lines are left to the per-record checks.
     """
     path, manifest = Path(path), read_manifest(Path(manifest_file))
-    if not path.is_file() or manifest.get("record_format", 1) < 2:
+    if not os.path.lexists(path) or manifest.get("record_format", 1) < 2:
         return
     run_id, others = run_id_of(manifest), set()
-    with open(path, "rb") as fh:
-        for raw in fh:
-            rec, why = parse_line(raw)
-            if why or not isinstance(rec, dict) or not isinstance(rec.get("run_id"), str):
-                continue
-            if rec.get("check") != checksum(rec):
-                continue
-            if rec["run_id"] == run_id:
-                return
-            others.add(rec["run_id"])
+    for _, raw in read_lines(path):
+        rec, why = parse_line(raw)
+        if why or not isinstance(rec, dict) or not isinstance(rec.get("run_id"), str):
+            continue
+        if rec.get("check") != checksum(rec):
+            continue
+        if rec["run_id"] == run_id:
+            return
+        others.add(rec["run_id"])
     if others:
         raise _foreign_manifest(
             path, manifest_file, f"they carry run id {sorted(others)[0]!r}, the manifest {run_id!r}"
@@ -268,7 +361,7 @@ def read_done(path: Path, expect: RunExpectation | None = None) -> set[tuple[str
 
     Raises `RunDirectoryBusy` while another process writes the same file.
     """
-    key = os.path.realpath(path)
+    key = os.path.abspath(path)  # not the link's target: the key must name the file the lock guards
     if key not in _HELD:
         _HELD[key] = RunLock(Path(path))
     try:
@@ -280,7 +373,7 @@ def read_done(path: Path, expect: RunExpectation | None = None) -> set[tuple[str
 
 def release(path: Path) -> None:
     """Drop the lock `read_done` took (when nothing is left to append)."""
-    lock = _HELD.pop(os.path.realpath(path), None)
+    lock = _HELD.pop(os.path.abspath(path), None)
     if lock is not None:
         lock.release()
 
@@ -288,11 +381,10 @@ def release(path: Path) -> None:
 @contextlib.contextmanager
 def open_for_append(path: Path) -> Iterator[IO[str]]:
     """The results file opened for appending, under the run lock for as long as it is open."""
-    lock = _HELD.pop(os.path.realpath(path), None) or RunLock(Path(path))
+    lock = _HELD.pop(os.path.abspath(path), None) or RunLock(Path(path))
     try:
-        with writing(path, "open for appending"):
-            fh = open(path, "a")
-        with fh:
+        fd = open_run_file(Path(path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, "open for appending")
+        with os.fdopen(fd, "a") as fh:
             yield fh
     finally:
         lock.release()

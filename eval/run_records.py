@@ -93,12 +93,35 @@ def json_damage(err: ValueError | RecursionError) -> str:
     return getattr(err, "msg", None) or str(err).split(";")[0][:120]
 
 
-def parse_line(raw: bytes | str) -> tuple[object, str | None]:
-    """(the JSON value of one results line, None), or (None, why) when it is not JSON; never raises."""
+def parse_line(raw: bytes) -> tuple[object, str | None]:
+    """(the JSON value of one results line, None), or (None, why) when it is not JSON; never raises.
+
+    Lines are parsed as bytes, as they are stored, so resume and report read them alike (a UTF-8
+    byte-order mark an editor put before a record does not make it a different record for either).
+    """
     try:
         return json.loads(raw), None
     except (ValueError, RecursionError) as e:  # JSONDecodeError, UnicodeDecodeError, the digit limit
         return None, f"not JSON ({json_damage(e)})"
+
+
+def read_line(raw: bytes, expect: RunExpectation | None) -> tuple[object, str | None]:
+    """(the record, None) for a usable results line, or (None, why) for any other: the one reading of
+    a line that resume, the resume check and `latentworks report` all share.
+
+    Without `expect`, only the structure is checked (a JSON object with a string `item_id` and `method`).
+    """
+    if not raw.endswith(b"\n"):
+        return None, "torn line (no newline)"
+    rec, why = parse_line(raw)
+    if why is None:
+        if expect is not None:
+            why = record_problem(rec, expect)
+        elif not isinstance(rec, dict):
+            why = f"not a JSON object but {type(rec).__name__}"
+        elif not isinstance(rec.get("item_id"), str) or not isinstance(rec.get("method"), str):
+            why = "no string item_id and method"
+    return (None, why) if why is not None else (rec, None)
 
 
 # Fields a manifest must have the type of, when present (what resume and report read).

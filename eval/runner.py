@@ -38,6 +38,7 @@ from eval.results_store import (
     open_for_append,
     read_done,
     read_manifest,
+    refuse_links,
     release,
     write_manifest,
     writing,
@@ -98,6 +99,7 @@ def check_out_dir(cfg: EvalConfig) -> None:
     directory without a run, or results whose manifest is gone (they could not be checked)."""
     out = Path(cfg.out)
     manifest_file = out / "manifest.json"
+    refuse_links(out)  # a link among the run's files is named now, before anything loads
     if manifest_file.exists() and not cfg.overwrite:
         read_manifest(manifest_file)  # a damaged one is refused here, before the task or model loads
         for results in sorted(out.glob("results*.jsonl")):
@@ -309,7 +311,7 @@ def evaluate(cfg: EvalConfig) -> Path:
         import torch
 
         torch.set_num_threads(cfg.run.threads)
-    model = load_model(cfg.model, dtype=cfg.dtype, device=cfg.device)
+    model = load_model(cfg.model, dtype=cfg.dtype, device=cfg.device, realign=cfg.realign)
     if not existing and rank == 0:
         if cfg.overwrite and out.is_dir():
             _clear_run(out)

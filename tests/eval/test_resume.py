@@ -251,7 +251,7 @@ class _NoSpace:
 
 
 def _disk_full(monkeypatch, out):
-    real_open = builtins.open
+    real_open, real_fdopen = builtins.open, os.fdopen
 
     def full_open(file, mode="r", *args, **kw):
         fh = real_open(file, mode, *args, **kw)
@@ -259,7 +259,14 @@ def _disk_full(monkeypatch, out):
             return _NoSpace(fh)
         return fh
 
+    def full_fdopen(fd, mode="r", *args, **kw):  # run-folder files are opened by descriptor
+        fh = real_fdopen(fd, mode, *args, **kw)
+        if os.readlink(f"/proc/self/fd/{fd}").endswith("results.jsonl") and "a" in mode:
+            return _NoSpace(fh)
+        return fh
+
     monkeypatch.setattr(builtins, "open", full_open)
+    monkeypatch.setattr(os, "fdopen", full_fdopen)
 
 
 def _read_only(monkeypatch, out):

@@ -7,7 +7,10 @@
   of one uid, polled by `eval.sandbox` while the run lasts.
 - `UidSlot`: a uid from a reserved range, held (by a lock file) for the length of one run, so that
   concurrent sandboxes never share a per-uid process limit, cannot signal or trace each other, and
-  never read each other's files.
+  never read each other's files. The lock files live in one fixed, root-owned folder
+  (`UID_LOCK_DIR`), the same for every scorer on the machine whatever its `TMPDIR`: two scorers
+  with different temporary folders (per-job folders under a batch scheduler) still see each
+  other's slots, so neither can take the other's uid and kill its processes at the end of a run.
 """
 
 from __future__ import annotations
@@ -17,13 +20,16 @@ import fcntl
 import functools
 import os
 import signal
-import tempfile
+import stat
 import time
 import uuid
 from pathlib import Path
 
 SANDBOX_UID_BASE = 2_000_000_000  # far above any real account; no passwd entry is needed
 SANDBOX_UID_SLOTS = 256
+# Not under `tempfile.gettempdir()`: that depends on each process's TMPDIR, and slots must be
+# coordinated between every scorer on the machine. /run is root-owned and local to the machine.
+UID_LOCK_DIR = Path("/run/latentworks-sandbox-uids")
 _CG_ROOT = Path("/sys/fs/cgroup")
 
 
@@ -211,18 +217,34 @@ def pids_of_uid(uid: int) -> list[int]:
     return found
 
 
+def uid_lock_dir() -> Path:
+    """`UID_LOCK_DIR`, created if missing; refused unless it is a real folder owned by root that no
+    one else can write (anyone who could would be able to hand two runs the same uid)."""
+    lock_dir = UID_LOCK_DIR
+    try:
+        lock_dir.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(lock_dir)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0 or st.st_mode & 0o022:
+        raise OSError(
+            f"{lock_dir} (where concurrent sandboxes take their uids) is not a folder owned by root and "
+            "writable by root only; remove it (it is recreated at the next run)"
+        )
+    return lock_dir
+
+
 class UidSlot:
     """An exclusive uid for one run, held by an flock on a root-only lock file until `release()`."""
 
     def __init__(self) -> None:
-        lock_dir = Path(tempfile.gettempdir()) / "latentworks-sandbox-uids"
-        lock_dir.mkdir(mode=0o700, exist_ok=True)
-        if lock_dir.stat().st_uid != os.geteuid():
-            raise OSError(f"{lock_dir} is not owned by us; refusing to trust its uid locks")
+        lock_dir = uid_lock_dir()
         start = os.getpid() % SANDBOX_UID_SLOTS  # spread concurrent processes over the slots
         for k in range(SANDBOX_UID_SLOTS):
             slot = (start + k) % SANDBOX_UID_SLOTS
-            fd = os.open(lock_dir / f"{slot}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+            fd = os.open(
+                lock_dir / f"{slot}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+            )
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

@@ -27,8 +27,6 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["create_app"]
 
-DISCONNECT_POLL_S = 0.05  # how often a waiting plain request checks that its client is still there
-
 
 def create_app(
     config: ServeConfig,
@@ -119,20 +117,26 @@ async def chat_completions(request: Request) -> Any:
 
 async def _wait(request: Request, batcher: Batcher, ticket: Ticket) -> Any:
     """The ticket's result; if the client disconnects first, its request leaves the queue."""
+    gone = asyncio.create_task(_disconnected(request))
     try:
-        while True:
-            done, _ = await asyncio.wait({ticket.future}, timeout=DISCONNECT_POLL_S)
-            if done:
-                break
-            if await request.is_disconnected():
-                raise ApiError(499, "the client closed the connection", code="client_closed")
+        await asyncio.wait({ticket.future, gone}, return_when=asyncio.FIRST_COMPLETED)
+        if not ticket.future.done():
+            raise ApiError(499, "the client closed the connection", code="client_closed")
     finally:
+        gone.cancel()
         batcher.cancel(ticket)  # a no-op once the result is in
     try:
         return ticket.future.result()
     except Exception as err:  # the batch failed: every request in it is answered 500, the server goes on
         message = f"the batch this request ran in failed ({type(err).__name__}: {err}); it may be retried"
         raise ApiError(500, message, code="batch_failed") from err
+
+
+async def _disconnected(request: Request) -> None:
+    """Returns when the client hangs up: the body is read, so the next ASGI message is the disconnect
+    (waiting on it costs nothing, unlike polling `request.is_disconnected()` for every waiting request)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 def _answer(req: ChatRequest, result: Any) -> tuple[str, str]:

@@ -218,6 +218,10 @@ def extract_choice(
     box wins over it (the last commitment wins). `sentence_fallback=False` turns off the last rule
     (an option's text named by the last sentence), for comparisons.
     """
+    from eval.scoring import MAX_OUTPUT_CHARS  # here, not at the top: eval.scoring imports this module
+
+    if len(text) > MAX_OUTPUT_CHARS:
+        return None
     valid = letters_for(choices)
     commitments = _commitments(text, valid)
     if boxed is not None:

@@ -151,8 +151,22 @@ def dumps(obj):
     return data
 
 
+def _json_int(text):
+    # Ints cross as strings ("i" tags); a bare JSON number this long is no value of ours, and int()
+    # of it is quadratic in its length (3 million digits: many seconds) with the digit limit off.
+    if len(text) > MAX_INT_DIGITS + 1:
+        raise CodecError(f"a number of more than {MAX_INT_DIGITS} digits cannot be compared")
+    return int(text)
+
+
+def _json_float(text):
+    if len(text) > MAX_INT_DIGITS:
+        raise CodecError(f"a number of more than {MAX_INT_DIGITS} digits cannot be compared")
+    return float(text)
+
+
 def loads(data):
-    return json.loads(data.decode("utf-8", "surrogatepass"))
+    return json.loads(data.decode("utf-8", "surrogatepass"), parse_int=_json_int, parse_float=_json_float)
 
 
 def allow_big_ints():

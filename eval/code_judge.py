@@ -67,13 +67,19 @@ class Worker:
         os.set_inheritable(req_r, True)
         os.set_inheritable(rep_w, True)
         argv = [sys.executable, "-I", "-S", "-c", PAYLOAD["worker"], str(req_r), str(rep_w)]
-        stdin = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
-        self.pid = os.posix_spawn(sys.executable, argv, {}, file_actions=stdin)
+        # The candidate's stdout and stderr are discarded, as the official harnesses do: what it
+        # prints never counts, and printing a lot must not reach the run's file-size limit.
+        quiet = [
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+            (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+        ]
+        self.pid = os.posix_spawn(sys.executable, argv, {}, file_actions=quiet)
         self.proc = True
         os.close(req_r)
         os.close(rep_w)
         os.set_blocking(self.req_w, False)
-        init = {"codec": PAYLOAD["codec"], "source": PAYLOAD["candidate"]}
+        init = {"codec": PAYLOAD["codec"], "source": PAYLOAD["candidate"], "paths": PAYLOAD["extra_paths"]}
         try:
             self._send(json.dumps(init).encode("utf-8", "surrogatepass"))
             ready = self._recv()
@@ -279,7 +285,7 @@ def _candidate_loads():
 
 def main():
     for path in PAYLOAD.get("extra_paths", []):
-        sys.path.append(path)  # the tests' own dependencies (numpy), for this process only
+        sys.path.append(path)  # the allowed packages (numpy), for the tests; the worker adds them too
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     # The tests' namespace is the judge's alone: builtins are this process's own module, and the

@@ -18,7 +18,6 @@ assert v.passed and (v.tests_passed, v.tests_total) == (1, 1)
 
 from __future__ import annotations
 
-import ast
 import functools
 import importlib.util
 import json
@@ -52,7 +51,7 @@ _JUDGE_MARGIN_S = 5.0  # the judge's own start-up and bookkeeping, on top of the
 # A candidate longer than this is wrong before anything on our side looks at it (no regex, no parse).
 MAX_CANDIDATE_CHARS = 200_000
 MAX_CANDIDATE_LINES = 5_000
-# Third-party packages the tests may import (the judge only; the candidate gets the stdlib).
+# Third-party packages the tests and the candidate may import, on every item (plus the stdlib).
 _DEFAULT_PACKAGES = ("numpy",)
 PACKAGES_ENV = "LW_SANDBOX_PACKAGES"
 
@@ -76,28 +75,9 @@ class CodeVerdict:
 
 
 def allowed_packages() -> tuple[str, ...]:
-    """Top-level packages the tests may import: numpy, plus the comma-separated `LW_SANDBOX_PACKAGES`."""
+    """Top-level packages the tests and the candidate may import: numpy, plus the comma-separated `LW_SANDBOX_PACKAGES`."""
     extra = [p.strip() for p in os.environ.get(PACKAGES_ENV, "").split(",") if p.strip()]
     return tuple(dict.fromkeys([*_DEFAULT_PACKAGES, *extra]))
-
-
-def _imports(source: str) -> set[str]:
-    """Top-level modules that (trusted) test or prompt code imports; empty if it does not parse."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError):
-        return set()
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names |= {a.name.split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names.add(node.module.split(".")[0])
-    return names
-
-
-def _third_party(modules: Iterable[str]) -> list[str]:
-    return sorted(m for m in modules if m not in sys.stdlib_module_names and m != "__future__")
 
 
 @functools.cache
@@ -119,12 +99,13 @@ def _package_dirs(name: str) -> tuple[str, ...]:
     return tuple(dirs + ([os.path.realpath(libs)] if os.path.isdir(libs) else []))
 
 
-def _mounts(tests: str, prompt: str, packages: tuple[str, ...]) -> tuple[list[str], list[str]]:
-    """(host paths to show the judge, its sys.path additions) for the allowed packages the tests import."""
-    paths = []
-    for name in _third_party(_imports(tests) | _imports(prompt)):
-        if name in packages:
-            paths += _package_dirs(name)
+def _mounts(packages: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """(host paths to show the run, sys.path additions) for every allowed package installed here.
+
+    One rule for every item: the tests and the candidate may both import the allowed packages
+    (numpy by default), whatever the item's tests import, as in the official harnesses.
+    """
+    paths = [p for name in packages for p in _package_dirs(name)]
     # Inside the run's own root the packages are under PACKAGES_DIR; where the machine cannot build
     # one (no mount namespace) the host's own directories are used as they are.
     host_parents = sorted({os.path.dirname(p) for p in paths})
@@ -155,7 +136,7 @@ def judge_code(
     `call_names` are further names the task declares as the candidate's (rare). Every other name the
     tests or the trusted `prompt` (the task's own helpers, run on the judge's side) use resolves to
     the judge's own object, builtins included, whatever the candidate defines. `packages`: the
-    third-party packages the tests may import (default `allowed_packages()`).
+    third-party packages the tests and the candidate may import (default `allowed_packages()`).
     """
     if not isinstance(candidate, str):
         return CodeVerdict(False, 0, 0, f"the code is not a str but {type(candidate).__name__}")
@@ -170,7 +151,7 @@ def judge_code(
         instrumented = instrument(tests, set(names))
     except (SyntaxError, ValueError, RecursionError) as e:
         return CodeVerdict(False, 0, 0, f"the tests do not parse: {type(e).__name__}: {e}")
-    mounts, extra_paths = _mounts(tests, prompt, allowed_packages() if packages is None else tuple(packages))
+    mounts, extra_paths = _mounts(allowed_packages() if packages is None else tuple(packages))
     payload = {
         "secret": secret,
         "candidate": candidate,

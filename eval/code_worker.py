@@ -58,6 +58,7 @@ def _load_codec():
 
 
 codec, init = _load_codec()
+sys.path.extend(init.get("paths", []))  # the allowed packages: the same rule as for the tests
 candidate = types.ModuleType("candidate")
 candidate.__file__ = "candidate.py"
 sys.modules["candidate"] = candidate

@@ -294,6 +294,10 @@ def evaluate(cfg: EvalConfig) -> Path:
         canary_items(task.items)
     graph = agents.Graph.resolve(cfg.graph)
     model_path = check_model(cfg)
+    if task.kind == "math":  # the symbolic helper's import (seconds) overlaps the model load
+        from eval.symbolic import prestart
+
+        prestart()
     rank, world = shard()
     existing = (Path(cfg.out) / "manifest.json").is_file() and not (cfg.overwrite and rank == 0)
     out = prepare_out_dir(cfg, task, graph.name, model_path) if existing or rank > 0 else Path(cfg.out)

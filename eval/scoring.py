@@ -64,6 +64,14 @@ DEFAULT_N_CHOICES = 5  # letters A-E accepted when an item does not list its opt
 MAX_OUTPUT_CHARS = 100_000
 
 
+def _too_long(text: object) -> str | None:
+    """Why a text is left unread (longer than `MAX_OUTPUT_CHARS`), or None: the guard each public
+    reader here starts with, so a caller outside `score` gets the same bound."""
+    if isinstance(text, str) and len(text) > MAX_OUTPUT_CHARS:
+        return f"the output is too long to read ({len(text):,} characters; at most {MAX_OUTPUT_CHARS:,})"
+    return None
+
+
 @dataclass
 class Score:
     """Whether a prediction is correct, what was extracted from it, and how (for debugging)."""
@@ -107,12 +115,16 @@ def extract_boxed(text: str) -> str | None:
     of the previous complete one. Linear in the length of `text`, however many boxes are unclosed or
     nested: boxes are tried from the last one back, and only the chosen one is copied out.
     """
+    if _too_long(text):
+        return None
     box = last_box(text)
     return box[0] if box else None
 
 
 def last_box(text: str) -> tuple[str, int] | None:
     """(content, end index) of the box `extract_boxed` reads, or None."""
+    if _too_long(text):
+        return None
     boxes = list(_BOX_RE.finditer(text))
     if not boxes:
         return None
@@ -253,6 +265,9 @@ def extract_math_answer(text: str, last_number_when_cut_off: bool = False) -> tu
     only the last-number fallback is left and the text stops mid-sentence (its last number is an
     unfinished step; `last_number_when_cut_off=True` takes it anyway, for comparisons).
     """
+    why = _too_long(text)
+    if why:
+        return None, why
     box = last_box(text)
     if box is not None:
         return _box_or_later_phrase(text, *box)
@@ -418,6 +433,8 @@ def normalize_number(s: str) -> str | None:
     "\\dfrac{3}{4}" -> "3/4", "12 cm" -> "12", "50\\%" -> "50". Integers print as integers, other
     rationals as reduced "p/q" so that decimals and fractions compare exactly.
     """
+    if _too_long(s):
+        return None
     if s is None:
         return None
     t = _strip_latex_noise(str(s))
@@ -488,6 +505,8 @@ _COLLECTION_RE = re.compile(r"\[.*\]|\\?\{.*\\?\}", re.DOTALL)
 
 def math_equal(pred: str | None, gold: str) -> bool:
     """True if `pred` and `gold` are the same answer: exact rationals first, then `math_verify`."""
+    if _too_long(pred) or _too_long(gold):
+        return False
     if pred is None:
         return False
     p, g = normalize_number(pred), normalize_number(gold)
@@ -511,6 +530,8 @@ def extract_choice(text: str, choices: list[str] | None) -> str | None:
     non-negated commitment unless a hedge follows it (`eval.choice_extraction`, policy in
     eval/README_scoring.md). Only letters within the number of `choices` (A-E when unknown) count.
     """
+    if _too_long(text):
+        return None
     boxed, boxed_end = last_box(text) or (None, None)
     return _extract_choice(text, choices, boxed, boxed_end=boxed_end)
 
@@ -544,6 +565,8 @@ _CODE_START_RE = re.compile(r"^(?:def |class |import |from \S+ import |@)")
 def extract_code(text: str) -> str | None:
     """The last fenced python block (``` python / py / untagged; an unclosed last fence counts),
     else the def/class/import block the response contains, else None."""
+    if _too_long(text):
+        return None
     blocks = [(lang.lower(), body) for lang, body in _fenced_blocks(text)]
     python_blocks = [b for lang, b in blocks if lang in ("python", "py", "python3")]
     untagged = [b for lang, b in blocks if lang == ""]

@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 
-__all__ = ["MEMORY_MB", "TIMEOUT_S", "symbolic_equal"]
+__all__ = ["MEMORY_MB", "TIMEOUT_S", "prestart", "symbolic_equal"]
 
 TIMEOUT_S = 1.0  # one comparison, measured inside the helper
 MEMORY_MB = 2048  # address space of one comparison's process (sympy itself needs a few hundred MiB)
@@ -116,8 +116,35 @@ def _stop(proc: subprocess.Popen) -> None:
         f.close()
 
 
+_starting: threading.Thread | None = None
+
+
+def prestart() -> None:
+    """Start one helper in the background, so the first comparison of a process does not wait the
+    1-4 s its import of sympy takes: `eval.runner` calls this for math tasks before the model loads,
+    and the import overlaps the load. Returns at once; does nothing when a helper is there already."""
+    global _starting
+    with _lock:
+        if _unavailable or _idle or _starting is not None:
+            return
+        _starting = threading.Thread(target=_start_idle, name="symbolic-prestart", daemon=True)
+        _starting.start()
+
+
+def _start_idle() -> None:
+    global _starting
+    proc = _start()
+    with _lock:
+        if proc is not None:
+            _idle.append(proc)
+        _starting = None
+
+
 def symbolic_equal(pred: str, gold: str) -> bool | None:
     """`math_verify`'s verdict on two answer strings; None when unavailable, unparsable or too slow."""
+    starting = _starting
+    if starting is not None:
+        starting.join(_START_TIMEOUT_S)  # a helper is on its way: wait for it rather than start a second
     if _unavailable:
         return None
     with _lock:

@@ -167,9 +167,9 @@ def test_scans_that_were_superlinear(case):
     if case == "phrase + newlines":
         assert extract_math_answer("answer" + "\n" * 1_500)[0] is None
     elif case == "repeated signs":
-        assert normalize_number("-" * 400_001 + "1") == "-1"
+        assert normalize_number("-" * 99_999 + "1") == "-1"  # at the readers' size limit
     elif case == "nested boxes":
-        assert extract_boxed("\\boxed{" * 150_000 + "1" + "}" * 150_000) == "1"
+        assert extract_boxed("\\boxed{" * 12_000 + "1" + "}" * 12_000) == "1"  # under the size limit
     else:
         s = score(CASES[0][1], "#### x\n" * 500_000)
         assert not s.correct and "too long" in s.detail, s
@@ -233,3 +233,51 @@ def test_choice_cases_a_careful_reader_decides(text, expected):
         ).extracted
         == expected
     )
+
+
+BIG = (
+    "The answer is \\boxed{B}. The answer is 12. ```python\ndef f():\n    return 1\n```\n" * 150_000
+)  # ~10 MB
+
+
+@pytest.mark.parametrize(
+    "read, nothing",
+    [
+        (lambda t: extract_math_answer(t)[0], None),
+        (lambda t: extract_choice(t, ["1", "2", "3"]), None),
+        (lambda t: extract_boxed(t), None),
+        (lambda t: extract_code(t), None),
+        (lambda t: normalize_number(t), None),
+        (lambda t: math_equal(t, "12"), False),
+    ],
+    ids=[
+        "extract_math_answer",
+        "extract_choice",
+        "extract_boxed",
+        "extract_code",
+        "normalize_number",
+        "math_equal",
+    ],
+)
+def test_public_readers_refuse_a_10_mb_text_at_once(read, nothing):
+    """Each public reader has its own size guard (`MAX_OUTPUT_CHARS`), not only `score`: 10 MB is read
+    as nothing, in well under the seconds a full scan takes."""
+    assert len(BIG) > 10_000_000
+    start = time.perf_counter()
+    assert read(BIG) == nothing
+    assert time.perf_counter() - start < 0.2
+
+
+def test_the_math_reader_says_why_it_read_nothing():
+    """The reason names the length and the limit, as `score` does."""
+    answer, why = extract_math_answer(BIG)
+    assert answer is None and "too long" in why and "100,000" in why
+
+
+def test_the_choice_module_guards_its_own_entry():
+    """`eval.choice_extraction.extract_choice`, called directly, is bounded the same way."""
+    from eval.choice_extraction import extract_choice as raw_extract_choice
+
+    start = time.perf_counter()
+    assert raw_extract_choice(BIG, None) is None
+    assert time.perf_counter() - start < 0.2

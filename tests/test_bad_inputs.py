@@ -17,6 +17,10 @@ ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT / "docs" / "cli-errors.md"
 NO_VLLM = importlib.util.find_spec("vllm") is None
 
+# A "billion laughs" YAML: nine levels of nine aliases, 9**9 values once expanded, 800 bytes on disk.
+_BOMB = "l0: &l0 [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"l{k}: &l{k} [{', '.join([f'*l{k - 1}'] * 9)}]\n" for k in range(1, 10)
+)
 FILES = {
     "broken.yaml": "limit: [1, 2\n",
     "list.yaml": "- 1\n- 2\n",
@@ -41,6 +45,13 @@ FILES = {
     "deep-run/results.jsonl": "",
     "retyped-run/manifest.json": '{"identity": {"model": "builtin:arith-mini"}, "run_id": 123}',
     "retyped-run/results.jsonl": "",
+    "bomb.yaml": _BOMB,
+    "bomb-graph.yaml": "agents:\n  - {name: a, role: judger}\n" + _BOMB,
+    "huge-graph.yaml": "agents:\n"
+    + "".join(f"  - {{name: a{i}, role: {'judger' if i == 1999 else 'planner'}}}\n" for i in range(2000))
+    + "edges:\n"
+    + "".join(f"  - {{src: a{i}, dst: a{i + 1}}}\n" for i in range(1999)),
+    "huge-question.jsonl": '{"question": "' + "x" * 200_000 + '", "answer": "2"}\n',
 }
 # Files that are not UTF-8 (Latin-1 bytes where a name should be).
 BINARY_FILES = {
@@ -111,6 +122,10 @@ CASES = [
     (["eval", "--prompts", "deep.json"], False),
     (["eval", "--task", "gsm8k", "--data", "deep-items.jsonl", "--limit", "1"], False),
     (["eval", "--task", "gsm8k", "--data", "bigint-items.jsonl", "--limit", "1"], False),
+    (["eval", "--config", "bomb.yaml"], False),
+    (["eval", "--graph", "bomb-graph.yaml"], False),
+    (["eval", "--graph", "huge-graph.yaml"], False),
+    (["eval", "--task", "gsm8k", "--data", "huge-question.jsonl"], False),
     (["eval", "--resume", "--out", "deep-run"], False),
     (["eval", "--resume", "--out", "retyped-run"], False),
     (["report", "deep-run"], False),

@@ -104,3 +104,27 @@ def test_sub_actions_are_filled_only_when_chosen():
         parser().parse_args([])
     with pytest.raises(UsageError, match="tool two --help"):  # a sub-action's error names its own help
         parser().parse_args(["two", "a", "x"])
+
+
+def test_yaml_aliases_are_allowed_until_they_expand_too_far():
+    """Anchors and a few aliases load as usual; a "billion laughs" file is refused in milliseconds."""
+    import time
+
+    from latent.args import MAX_YAML_NODES, load_yaml
+
+    assert load_yaml("base: &b {lr: 1}\nrun: *b\n", "config") == {"base": {"lr": 1}, "run": {"lr": 1}}
+    bomb = "l0: &l0 [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"l{k}: &l{k} [{', '.join([f'*l{k - 1}'] * 9)}]\n" for k in range(1, 10)
+    )
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=f"more than {MAX_YAML_NODES:,} values"):
+        load_yaml(bomb, "config file x.yaml")
+    assert time.perf_counter() - start < 1.0
+
+
+def test_yaml_text_over_the_size_limit_is_refused_unparsed():
+    """A YAML text larger than `MAX_YAML_CHARS` is refused before the parser sees it."""
+    from latent.args import MAX_YAML_CHARS, load_yaml
+
+    with pytest.raises(ValueError, match="too large"):
+        load_yaml("a: " + "x" * MAX_YAML_CHARS, "config file x.yaml")

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import yaml
 
+from latent.args import load_yaml
+
 PROMPT_DIR = Path(__file__).parent
 
 
@@ -44,8 +46,12 @@ class PromptSet:
                 f"unknown prompt set {name_or_path!r}; shipped sets: {known}, or pass a YAML path."
             )
         try:
-            spec = yaml.safe_load(path.read_text())
-        except (yaml.YAMLError, RecursionError) as err:  # RecursionError: nesting past the parser's depth
+            spec = load_yaml(path.read_text(), f"prompt set {path}")  # size and alias limits
+        except (
+            yaml.YAMLError,
+            RecursionError,
+            ValueError,
+        ) as err:  # RecursionError: nesting past the parser's depth
             first = str(err).splitlines()[0] if str(err) else type(err).__name__
             raise ValueError(f"prompt set {path} is not valid YAML ({first}). Fix the file.") from None
         if not isinstance(spec, dict):

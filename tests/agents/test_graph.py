@@ -93,3 +93,17 @@ def test_mismatched_models_on_kv_edge_fail_before_running(tiny_models):
     )
     with pytest.raises(ValueError, match="not in `model`"):
         resolve_models(g, {"small": tiny_models["llama"]})
+
+
+def test_a_graph_of_thousands_of_agents_is_refused_at_once():
+    """2,000 agents: one error naming the count and the limit, in well under a second."""
+    import time
+
+    from agents.graph import MAX_AGENTS, Agent, Edge, Graph
+
+    agents = [Agent(f"a{i}", "planner") for i in range(1999)] + [Agent("a1999", "judger")]
+    edges = [Edge(f"a{i}", f"a{i + 1}") for i in range(1999)]
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=f"at most {MAX_AGENTS} agents"):
+        Graph(agents, edges)
+    assert time.perf_counter() - start < 0.5

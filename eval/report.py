@@ -93,6 +93,33 @@ def problem_warnings(problems: dict) -> list[str]:
     return lines
 
 
+def coverage_warnings(manifest: dict, records: list[dict]) -> list[str]:
+    """Warning lines for methods of the run with no records, or with fewer items than the run has: a run
+    that stopped midway (an error, the model's context overflowing, a kill) leaves them out of the table,
+    and the table alone would not say so."""
+    methods = (manifest.get("identity") or {}).get("methods")
+    items = manifest.get("item_ids")
+    if not isinstance(methods, list):
+        return []
+    done: dict[str, int] = {}
+    for r in records:
+        done[r["method"]] = done.get(r["method"], 0) + 1
+    lines = []
+    for m in methods:
+        n, total = done.get(m, 0), len(items) if isinstance(items, list) else None
+        if n == 0:
+            lines.append(
+                f"warning: method {m} has no records: the run stopped before it ran, so the table leaves it "
+                "out. Fix what stopped it, then `latentworks eval ... --resume` runs it."
+            )
+        elif total is not None and n < total:
+            lines.append(
+                f"warning: method {m} has {n} of {total} items: the run stopped before the rest, so its row "
+                "covers those only. Fix what stopped it, then `latentworks eval ... --resume` runs the rest."
+            )
+    return lines
+
+
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     """95% Wilson interval of a proportion. Written out (six lines) rather than imported: the libraries that
     have it (scipy, statsmodels) are not core dependencies (scipy alone is 146 MB installed); a test checks
@@ -268,6 +295,13 @@ def _write(path: Path, text: str) -> None:
     write_new(path, text.encode(), "write")
 
 
+def _dtype_shown(manifest: dict) -> str:
+    """The dtype the run computed in: recorded by the runner since runs record it; for an older run, the
+    one it asked for, or what the loader's default was."""
+    used = manifest.get("dtype_used") or (manifest.get("config") or {}).get("dtype")
+    return used or "not recorded (the default then: float32 on CPU, the checkpoint's own on GPU)"
+
+
 def print_report(out: str | Path) -> str:
     """Print the table, write report.md, summary.json and (with matplotlib) report.png; returns the table."""
     out = Path(out)
@@ -279,13 +313,14 @@ def print_report(out: str | Path) -> str:
     if manifest is None:
         warnings.append(f"warning: no manifest.json in {out}: the run's settings are unknown.")
         manifest = {}
+    warnings += coverage_warnings(manifest, records)
     for w in warnings:
         print(w, file=sys.stderr)
     ident = manifest.get("identity", {})
     head = (
         f"model {ident.get('model')} | task {ident.get('task')} | graph {ident.get('graph')} | "
         f"latent steps {ident.get('latent_steps')} | max new tokens {ident.get('max_new_tokens')} | "
-        f"prompts {ident.get('prompts', 'default')} | dtype {manifest.get('config', {}).get('dtype') or 'default'}"
+        f"prompts {ident.get('prompts', 'default')} | dtype {_dtype_shown(manifest)}"
         + (f" | thoughts {ident['thoughts']} (ablation)" if ident.get("thoughts", "real") != "real" else "")
     )
     table = format_table(rows, time_ratio_spread(records))

@@ -91,7 +91,7 @@ def writing(path: Path, doing: str = "write") -> Iterator[None]:
 # record, and reading it whole could exhaust memory.
 MAX_LINE_BYTES = 64 << 20
 # Names of the files a run folder holds (`results*` covers shards, `.quarantine` and `.lock`).
-RUN_FILE_PATTERNS = ("manifest.json", "summary.json", "report.md", "report.png", "results*")
+RUN_FILE_PATTERNS = ("manifest.json", "summary.json", "report.md", "report.png", "handoff.md", "results*")
 
 
 def _link_error(path: Path) -> RunStoreError:

@@ -136,6 +136,7 @@ _MANIFEST_TYPES = {
     "resumes": list,
     "model_fingerprint": str,
     "created": str,
+    "dtype_used": str,
 }
 
 

@@ -120,8 +120,13 @@ def check_out_dir(cfg: EvalConfig) -> None:
         )
 
 
-def prepare_out_dir(cfg: EvalConfig, task, graph_name: str, model_path: str) -> Path:
-    """Create or validate the output directory; returns it. Never overwrites another run."""
+def prepare_out_dir(
+    cfg: EvalConfig, task, graph_name: str, model_path: str, dtype_used: str | None = None
+) -> Path:
+    """Create or validate the output directory; returns it. Never overwrites another run.
+
+    `dtype_used` (the loaded model's dtype, e.g. "float32") goes into a new manifest, so the report
+    names the dtype the run computed in even when none was asked for."""
     out = Path(cfg.out)
     manifest_file = out / "manifest.json"
     rank, world = shard()
@@ -156,6 +161,7 @@ def prepare_out_dir(cfg: EvalConfig, task, graph_name: str, model_path: str) -> 
         "graph_name": graph_name,
         "item_ids": [it.id for it in task.items],
         "model_fingerprint": model_fingerprint(model_path),
+        **({"dtype_used": dtype_used} if dtype_used else {}),
         "versions": _versions(),
         "world_size": world,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
@@ -319,7 +325,7 @@ def evaluate(cfg: EvalConfig) -> Path:
     if not existing and rank == 0:
         if cfg.overwrite and out.is_dir():
             _clear_run(out)
-        out = prepare_out_dir(cfg, task, graph.name, model_path)
+        out = prepare_out_dir(cfg, task, graph.name, model_path, str(model.dtype).removeprefix("torch."))
     run_id = run_id_of(read_manifest(out / "manifest.json"))
     bar = None
     if cfg.progress:

@@ -3,7 +3,8 @@
 A config dataclass is the single source of a command's settings: each field becomes `--field-name`
 (help from `metadata["help"]`, choices from `metadata["choices"]`, the value's name from
 `metadata["metavar"]`; `metadata["switch"]` makes a bool a plain `--x` without `--no-x`,
-`metadata["positional"]` a positional argument; a field without a default is a required argument),
+`metadata["positional"]` a positional argument, `metadata["default_help"]` says how a machine-dependent
+default is chosen (`{default}` is the value here); a field without a default is a required argument),
 `--config FILE.yaml` fills fields from a file, `--set a.b=c` overrides any (nested) field, and
 OmegaConf types every value against the field annotations (so `--set sft.epochs=abc` is an error
 naming the field, not a bare TypeError). Validation is the dataclass's own `__post_init__`, run once on
@@ -117,6 +118,8 @@ def _help(f: dataclasses.Field, default: Any) -> str:
     if f.metadata.get("switch"):
         default = None
     shown = ",".join(map(str, default)) if isinstance(default, list) else default
+    if f.metadata.get("default_help") and shown is not None:  # a default that depends on the machine
+        shown = f.metadata["default_help"].format(default=shown)
     if shown is not None and shown != "":
         text = f"{text} (default: {shown})" if text else f"default: {shown}"
     return text.replace("%", "%%")  # argparse %-formats help strings

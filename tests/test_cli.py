@@ -289,3 +289,20 @@ def test_a_python_m_entry_point_ends_like_the_router(capsys):
     assert (
         "the following arguments are required: what. See `python -m demo --help`" in capsys.readouterr().err
     )
+
+
+def test_the_demo_saves_every_table_it_prints(tmp_path, capsys):
+    """Both tables the demo prints are in its run folder: the method table in report.md, the hand-off
+    table in handoff.md; and no lock file is left behind."""
+    from latentworks.cli import main
+
+    out = tmp_path / "demo"
+    argv = ["demo", "--limit", "2", "--max-new-tokens", "4", "--handoff-limit", "2", "--out", str(out)]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    handoff = printed[printed.index("Hand-off (") :].split("\n\nhand-off table in")[0]
+    assert handoff.strip() in (out / "handoff.md").read_text()
+    method_table = printed[printed.index("| method") :].split("\n\n")[0]
+    assert method_table.strip() in (out / "report.md").read_text()
+    assert f"saved in {out / 'handoff.md'}" in printed
+    assert not list(out.glob("*.lock"))

@@ -128,3 +128,18 @@ def test_yaml_text_over_the_size_limit_is_refused_unparsed():
 
     with pytest.raises(ValueError, match="too large"):
         load_yaml("a: " + "x" * MAX_YAML_CHARS, "config file x.yaml")
+
+
+@pytest.mark.parametrize("command", ["eval", "demo"])
+def test_threads_help_states_one_default(command, capsys):
+    """`--threads` help says how its default is chosen and what it is here, once, with no contradiction."""
+    import re
+
+    from latentworks.cli import main
+
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    entry = re.search(r"--threads THREADS (.*?) --", text).group(1)
+    assert entry.count("default") == 1 and "None" not in entry, entry
+    assert "half this machine's CPUs" in entry

@@ -88,3 +88,49 @@ def test_a_plot_error_never_loses_report_md(tmp_path, capsys, monkeypatch):
     text = (out / "report.md").read_text()
     assert "| single" in text and "the plot failed" in text and not (out / "report.png").exists()
     assert "the plot failed" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def two_method_run(tiny_eval, tmp_path_factory):
+    from eval.runner import evaluate
+
+    out = tmp_path_factory.mktemp("two") / "r"
+    return evaluate(tiny_eval(out, limit=4, methods="single,latent_mas", max_new_tokens=2))
+
+
+def _copy(run, dest):
+    import shutil
+
+    shutil.copytree(run, dest)
+    return dest
+
+
+def test_the_header_names_the_dtype_the_run_used(two_method_run, tmp_path, capsys):
+    """No --dtype asked: the header says what the model computed in (float32 on CPU), not "default"."""
+    from eval.report import print_report
+
+    out = _copy(two_method_run, tmp_path / "r")
+    print_report(out)
+    head = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("model "))
+    assert head.endswith("| dtype float32")
+
+
+@pytest.mark.parametrize("keep", [0, 2])
+def test_a_method_the_run_did_not_finish_is_named(two_method_run, tmp_path, capsys, keep):
+    """A run that stopped midway (latent_mas with 0 or 2 of 4 items): the report says so, on stderr and
+    in report.md, instead of leaving the method out silently."""
+    import json
+
+    from eval.report import print_report
+
+    out = _copy(two_method_run, tmp_path / "r")
+    results = out / "results.jsonl"
+    lines = results.read_text().splitlines(keepends=True)
+    latent = [ln for ln in lines if json.loads(ln)["method"] == "latent_mas"]
+    results.write_text("".join(ln for ln in lines if ln not in latent[keep:]))
+    print_report(out)
+    err = capsys.readouterr().err
+    said = "has no records" if keep == 0 else "has 2 of 4 items"
+    assert f"method latent_mas {said}" in err and "--resume" in err
+    assert f"method latent_mas {said}" in (out / "report.md").read_text()
+    assert "method single" not in err

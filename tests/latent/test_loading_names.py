@@ -63,3 +63,29 @@ def test_a_missing_repository_is_named(monkeypatch):
     monkeypatch.setattr(HfApi, "model_info", missing)
     with pytest.raises(FileNotFoundError, match="no model 'someone/nosuch' on the Hugging Face hub"):
         resolve_model_path("someone/nosuch")
+
+
+def test_float16_on_a_cpu_is_warned_with_the_reason(caplog):
+    """`dtype="float16"` on a CPU loads, with a warning that says why it is slow and what to use."""
+    import logging
+
+    import torch
+
+    from latent import load_model
+
+    with caplog.at_level(logging.WARNING, logger="latent.loading"):
+        model = load_model("builtin:arith-mini", dtype="fp16", device="cpu")
+    assert next(model.model.parameters()).dtype == torch.float16
+    warned = [r.getMessage() for r in caplog.records if "float16 on a CPU" in r.getMessage()]
+    assert len(warned) == 1 and "slower" in warned[0] and "float32" in warned[0]
+
+
+def test_float32_on_a_cpu_is_not_warned(caplog):
+    """The CPU default gives no such warning."""
+    import logging
+
+    from latent import load_model
+
+    with caplog.at_level(logging.WARNING, logger="latent.loading"):
+        load_model("builtin:arith-mini", device="cpu")
+    assert not [r for r in caplog.records if "float16" in r.getMessage()]

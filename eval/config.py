@@ -17,6 +17,7 @@ from pathlib import Path
 from agents.config import METHODS, RunConfig
 
 DTYPES = ("float32", "bfloat16", "float16")
+REALIGN = ("ridge", "identity")
 _DTYPE_ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "half": "float16"}
 GENERATED_TASKS = ("arith", "rg:")  # tasks made by a generator: `data` has no meaning for them
 # Fields that define a run: a resumed run must agree on all of them (the rest only change speed).
@@ -80,6 +81,14 @@ class EvalConfig:
     run: RunConfig = field(default_factory=RunConfig)
     dtype: str | None = field(default=None, metadata={"help": "float32 | bfloat16 | float16"})
     device: str | None = field(default=None, metadata={"help": "cpu | cuda | cuda:N | mps"})
+    realign: str = field(
+        default="ridge",
+        metadata={
+            "help": "latent thoughts' realignment: ridge (the least-squares map from output to input "
+            "embeddings, then the norm rescale) or identity (the norm rescale only)",
+            "choices": list(REALIGN),
+        },
+    )
     # Where
     out: str | None = field(
         default=None, metadata={"help": "output directory (default: a fresh runs/eval-*)"}
@@ -133,6 +142,8 @@ class EvalConfig:
             problems.append(f"no data file at {self.data!r}; check the path")
         if self.dtype is not None and self.dtype not in DTYPES:
             problems.append(f"`dtype` must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+        if self.realign not in REALIGN:
+            problems.append(f"`realign` must be one of {', '.join(REALIGN)}, got {self.realign!r}")
         if self.device is not None and not re.fullmatch(r"cpu|mps|cuda(:\d+)?", self.device):
             problems.append(f"`device` must be cpu, cuda, cuda:N or mps, got {self.device!r}")
         if self.resume and self.overwrite:
@@ -217,4 +228,6 @@ class EvalConfig:
         ident = {k: getattr(self, k) for k in IDENTITY_FIELDS}
         # what the graph name stands for: a preset's edges or a graph file's content may change
         ident["graph_edges"] = Graph.resolve(self.graph).edge_list()
+        if self.realign != "ridge":  # absent from runs made before the option existed, which used ridge
+            ident["realign"] = self.realign
         return ident | {k: getattr(self.run, k) for k in RUN_IDENTITY_FIELDS}

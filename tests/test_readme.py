@@ -112,3 +112,32 @@ def test_snippet_runs(code, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)  # a snippet that wrote files would write them here
     exec(compile(code, "markdown snippet", "exec"), {"__name__": "readme"})
     assert list(tmp_path.iterdir()) == []
+
+
+README_SNIPPETS = SNIPPET_RE.findall(README.read_text())
+
+
+def expected_output(code: str) -> list[str] | None:
+    """The lines a snippet says it prints: its `# prints:` comment and the comment lines that follow it."""
+    lines = code.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith("# prints:")), None)
+    if start is None:
+        return None
+    out = [lines[start].removeprefix("# prints:").strip()]
+    for line in lines[start + 1 :]:
+        if not line.startswith("#"):
+            break
+        out.append(line.lstrip("#").strip())
+    return out
+
+
+@pytest.mark.parametrize("code", README_SNIPPETS, ids=[f"README{i + 1}" for i in range(len(README_SNIPPETS))])
+def test_readme_snippets_print_what_the_readme_shows(code, tmp_path, monkeypatch, capsys):
+    """Each README snippet, run verbatim on the built-in model, prints exactly its `# prints:` lines: a
+    new user sees the answer the README promises (questions the built-in model was trained to answer)."""
+    expected = expected_output(code)
+    assert expected, "every README snippet shows what it prints in a `# prints:` comment under it"
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "README snippet", "exec"), {"__name__": "readme"})
+    printed = [ln.strip() for ln in capsys.readouterr().out.splitlines() if ln.strip()]
+    assert printed == expected

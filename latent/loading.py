@@ -33,7 +33,9 @@ def resolve_model_path(name_or_path: str) -> str:
     """Local path (directory or `.gguf` file) of a model name, or the hub id unchanged.
 
     `builtin:<name>` -> its shipped directory; a catalogue name (`latentworks models`) -> its pulled
-    directory (a clear error with the pull command when it was never pulled); an existing path -> itself.
+    directory (a clear error with the pull command when it was never pulled); an existing path -> itself;
+    a hub id -> itself once `check_hub_id` found it cached or on the hub (else an error in seconds, with a
+    suggestion such as `builtin:arith-mini` for a name close to a shipped one).
     """
     if not isinstance(name_or_path, str | os.PathLike) or not str(name_or_path).strip():
         raise TypeError(
@@ -189,7 +191,8 @@ def load_model(
             catalogue name such as `smollm2-135m-instruct` (`latentworks models pull NAME`). A directory
             holding a PEFT adapter (adapter_config.json) loads its base model and applies the adapter.
         dtype (`torch.dtype` or `str`, *optional*): e.g. `torch.bfloat16`, "bfloat16" or "bf16"; default
-            fp32 on CPU, the checkpoint's dtype on CUDA.
+            fp32 on CPU, the checkpoint's dtype on CUDA. float16 on a CPU loads with a warning: it runs
+            several times slower there than float32.
         device (`str`, *optional*): "cpu", "cuda", "cuda:1"; default CUDA when available.
         realign (`str` or callable, defaults to "ridge"): "ridge", "identity", your own aligner (e.g. a
             trained `TrainableAligner`), or the path of an aligner file written by `TrainableAligner.save`.

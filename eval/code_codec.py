@@ -73,6 +73,9 @@ def encode(x, depth=0, budget=None):
         return ["q", int.__repr__(x.numerator), int.__repr__(x.denominator)]
     if decimal is not None and type(x) is decimal.Decimal:
         return ["D", decimal.Decimal.__str__(x)]
+    numpy = sys.modules.get("numpy")  # no import: no instance
+    if numpy is not None and isinstance(x, numpy.generic):  # np.int64(5) == 5 holds in the official harnesses
+        return encode(x.item(), d, budget)
     if _iterable_kind(x):  # generators, map(), zip(), ...: the items, read once
         items = []
         for v in x:

@@ -77,3 +77,14 @@ def test_a_worker_that_replies_with_a_huge_number_is_scored_wrong_quickly():
     v = judge_code(forged, "assert add(1, 2) == 3\n", "add", timeout=30)
     assert not v.passed
     assert time.perf_counter() - start < 10, v.detail
+
+
+def test_a_numpy_scalar_returned_by_the_candidate_compares_as_its_value():
+    """With numpy allowed, `np.int64(5)`, `np.bool_(True)` and `np.float32(0.5)` answers compare as the
+    Python values they stand for, as `==` does in the official harnesses."""
+    pytest.importorskip("numpy")
+    candidate = (
+        "import numpy as np\ndef f(k):\n    return [np.int64(5), np.bool_(True), np.float32(0.5)][k]\n"
+    )
+    v = judge_code(candidate, "assert f(0) == 5\nassert f(1) is True\nassert f(2) == 0.5\n", "f")
+    assert (v.passed, v.tests_passed) == (True, 3), v.detail

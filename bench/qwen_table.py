@@ -1,0 +1,360 @@
+"""The LatentMAS paper's main table at this scale: Qwen2.5-Coder-0.5B/1.5B-Instruct, single / text_mas /
+latent_mas, with the controls that say whether the latent channel does anything.
+
+    python bench/qwen_table.py plan                        # every cell and the command that runs it
+    python bench/qwen_table.py run --cell q05-gsm-seq      # run (or resume) one cell in the foreground
+    RANK=1 WORLD_SIZE=2 python bench/qwen_table.py run --cell q05-gsm-seq   # its second half, beside rank 0
+    python bench/qwen_table.py report                      # table, paired tests, verdicts, plot
+    python bench/qwen_table.py archive | restore           # carry unfinished runs across machines
+
+Every cell runs `latentworks eval` (sandboxed code scoring, resumable results) under runs/qwen_table/<cell>.
+The settings below were fixed before any evaluation item ran and are the same for every method; the
+prompt set was chosen on the dev cells (rg:gsm_symbolic seed 1), never on the evaluation items (seed 0).
+Why float32: in bfloat16 the thoughts drift 10-20% from float32 within 3-6 steps and by up to 13% between
+batch 1 and batch 16 (bench/bf16_thoughts.py), so a bf16 table would measure batch-dependent thoughts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import NamedTuple
+
+from latent.args import add_config_arguments, config_from_args, run_script
+
+Q05, Q15 = "qwen2.5-coder-0.5b-instruct", "qwen2.5-coder-1.5b-instruct"
+GSM, HE, ARC = "rg:gsm_symbolic", "humaneval", "arc_challenge"
+METHODS = "single,text_mas,latent_mas"
+# Fixed before the runs; the same for every method and cell (cells may only add a control's own flag).
+SETTINGS = {
+    "seed": 0,
+    "latent_steps": 10,
+    "max_new_tokens": 512,
+    "prompts": "default",
+    "dtype": "float32",
+    "batch_size": 16,
+    "threads": 1,
+}
+LIMIT = {GSM: 150, HE: None, ARC: 150}  # humaneval: all 164 items
+# ARC-Challenge's test split, made offline by `python bench/data/make_mc_offline.py` (no hub needed)
+DATA = {ARC: "bench/data/arc_challenge_test.jsonl"}
+# The sequential graph with `latent` edges: the final agent reads the thoughts without the upstream prompts.
+LATENT_VIEW = "examples/graphs/sequential_latent.yaml"
+
+
+class Cell(NamedTuple):
+    """One run: a model, a task, a graph, the methods, and the flags that differ from SETTINGS."""
+
+    model: str
+    task: str
+    graph: str = "sequential"
+    methods: str = METHODS
+    flags: tuple[tuple[str, object], ...] = ()
+    control_of: str | None = None  # the main cell whose latent_mas row this control is compared with
+    dev: bool = False  # a dev cell (seed 1, 24 items): where prompts were chosen, never reported as a result
+
+    def settings(self) -> dict:
+        found = {**SETTINGS, "limit": LIMIT[self.task], "data": DATA.get(self.task), **dict(self.flags)}
+        if self.dev:
+            found.update(seed=1, limit=24, batch_size=12)
+        return found
+
+
+def _controls(main: str, model: str) -> dict[str, Cell]:
+    """latent_mas controls on a main cell's items: thoughts replaced, latent steps swept, realignment off."""
+    base = {"model": model, "task": GSM, "methods": "latent_mas", "control_of": main}
+    found = {
+        f"{main}-thoughts-{t}": Cell(**base, flags=(("thoughts", t),)) for t in ("random", "other", "mean")
+    }
+    found |= {f"{main}-steps-{k}": Cell(**base, flags=(("latent_steps", k),)) for k in (0, 5, 20, 40)}
+    found[f"{main}-identity"] = Cell(**base, flags=(("realign", "identity"),))
+    found[f"{main}-prompts-memory_note"] = Cell(**base, flags=(("prompts", "memory_note"),))
+    found[f"{main}-latent-view"] = Cell(**{**base, "graph": LATENT_VIEW})
+    return found
+
+
+CELLS: dict[str, Cell] = {
+    "q15-gsm-seq": Cell(Q15, GSM),
+    "q15-he-seq": Cell(Q15, HE),
+    "q15-gsm-hier": Cell(Q15, GSM, "hierarchical"),
+    "q05-gsm-seq": Cell(Q05, GSM),
+    "q05-gsm-hier": Cell(Q05, GSM, "hierarchical"),
+    "q05-he-seq": Cell(Q05, HE),
+    "q05-he-hier": Cell(Q05, HE, "hierarchical"),
+    "q15-arc-seq": Cell(Q15, ARC),
+    "q05-arc-seq": Cell(Q05, ARC),
+    **_controls("q05-gsm-seq", Q05),
+    **_controls("q15-gsm-seq", Q15),
+    # Dev cells: the diagnosis of the latent_mas collapse and the choice of the prompt set.
+    "dev-q05-base": Cell(Q05, GSM, methods="single,latent_mas", dev=True),
+    "dev-q05-steps0": Cell(Q05, GSM, methods="latent_mas", flags=(("latent_steps", 0),), dev=True),
+    "dev-q05-note": Cell(Q05, GSM, methods="latent_mas", flags=(("prompts", "memory_note"),), dev=True),
+    "dev-q05-latent-view": Cell(Q05, GSM, LATENT_VIEW, methods="latent_mas", dev=True),
+}
+SHORT = 40  # final-agent output tokens below which an answer carries no working (read off the dev outputs)
+RUNS = Path("runs/qwen_table")
+REPORT = Path("bench/results/qwen_table")
+
+
+def eval_argv(name: str, cell: Cell, runs: Path = RUNS) -> list[str]:
+    """The `latentworks eval` command line of a cell (with --resume once its run exists)."""
+    s = cell.settings()
+    argv = ["latentworks", "eval", "--model", cell.model, "--task", cell.task, "--graph", cell.graph]
+    argv += ["--methods", cell.methods, "--out", str(runs / name), "--no-progress"]
+    for key, value in s.items():
+        if value is not None:
+            argv += [f"--{key.replace('_', '-')}", str(value)]
+    if (runs / name / "manifest.json").is_file():
+        argv.append("--resume")
+    return argv
+
+
+# ----------------------------------------------------------------------------- report
+def _cell_rows(name: str, cell: Cell, runs: Path) -> dict | None:
+    from eval.report import load_results, paired_counts, summarize, time_ratio_spread
+
+    if not any((runs / name).glob("results*.jsonl")):
+        return None
+    try:
+        records = load_results(runs / name)
+    except ValueError:  # started, nothing written yet
+        return None
+    row = {
+        "cell": name,
+        "model": cell.model,
+        "task": cell.task,
+        "graph": cell.graph,
+        "settings": cell.settings(),
+    }
+    row["methods"] = summarize(records)
+    for m in row["methods"]:  # the final agent answering without working: under SHORT output tokens
+        finals = [r["agents"][-1]["output_tokens"] for r in records if r["method"] == m["method"]]
+        m["short_final_answers"] = sum(n < SHORT for n in finals)
+    if "latent_mas" in cell.methods and "," in cell.methods:
+        for other in ("text_mas", "single"):
+            if other in cell.methods:
+                row[f"latent_mas_vs_{other}"] = paired_counts(records, "latent_mas", other)
+        row["time_ratio_text_over_latent"] = time_ratio_spread(records)
+    row["records"] = [
+        {k: r[k] for k in ("item_id", "method", "correct", "output_tokens", "wall_s")} for r in records
+    ]
+    return row
+
+
+def _verdicts(row: dict) -> list[str]:
+    """One line per claim of the paper, with the number behind it."""
+    by = {m["method"]: m for m in row["methods"]}
+    if not {"single", "text_mas", "latent_mas"} <= by.keys():
+        return ["incomplete: not every method has run"]
+    lat, txt = by["latent_mas"], by["text_mas"]
+    out = []
+    for other in ("text_mas", "single"):
+        pc = row[f"latent_mas_vs_{other}"]
+        diff = lat["accuracy"] - by[other]["accuracy"]
+        if pc["p_mcnemar"] < 0.05:
+            verdict = "holds (latent_mas higher)" if diff > 0 else "does not hold"
+        else:
+            verdict = "holds (no significant difference)" if diff >= 0 else "not measurable at this n"
+        out.append(
+            f"accuracy vs {other}: {verdict}: {diff:+.1%} points, {pc['only_latent_mas']} vs "
+            f"{pc[f'only_{other}']} discordant items, exact McNemar p = {pc['p_mcnemar']:.3g}"
+        )
+    fewer = 1 - lat["output_tokens"] / max(txt["output_tokens"], 1e-9)
+    out.append(
+        f"output tokens (paper: 70.8-83.7% fewer): {'holds' if fewer >= 0.708 else 'does not hold'}: "
+        f"{fewer:.1%} fewer ({lat['output_tokens']:.0f} vs {txt['output_tokens']:.0f} per item)"
+    )
+    spread = row.get("time_ratio_text_over_latent") or {}
+    ratio = txt["seconds_per_item"] / max(lat["seconds_per_item"], 1e-9)
+    span = f", per batch {spread['min']:.2f}-{spread['max']:.2f}x" if spread else ""
+    out.append(f"speed (paper: about 4x): {'holds' if ratio >= 4 else 'does not hold'}: {ratio:.2f}x{span}")
+    return out
+
+
+def _markdown(rows: list[dict], machine: str) -> str:
+    from eval.report import paired_counts
+
+    lines = ["# The LatentMAS main table on Qwen2.5-Coder-0.5B/1.5B-Instruct", "", f"Machine: {machine}.", ""]
+    lines += [
+        f"Settings (every method, every cell): `{json.dumps(SETTINGS)}`; rg:gsm_symbolic 150 items, "
+        "humaneval all 164, arc_challenge (test split) the first 150. Commands: `python bench/qwen_table.py run --cell CELL`, then `report`.",
+        "",
+    ]
+    lines += [
+        f"| cell | method | n | accuracy [95% Wilson] | output tokens | final answers < {SHORT} tokens | s / item |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    main = [r for r in rows if not CELLS[r["cell"]].control_of and not CELLS[r["cell"]].dev]
+    for r in main + [r for r in rows if CELLS[r["cell"]].dev]:
+        for m in r["methods"]:
+            acc = f"{m['accuracy']:.1%} [{m['ci_low']:.1%}, {m['ci_high']:.1%}]"
+            lines.append(
+                f"| {r['cell']} | {m['method']} | {m['n']} | {acc} | {m['output_tokens']:.0f} | "
+                f"{m['short_final_answers']} | {m['seconds_per_item']:.2f} |"
+            )
+    for r in main:
+        lines += ["", f"**{r['cell']}**:"] + [f"- {v}" for v in _verdicts(r)]
+    controls = [r for r in rows if CELLS[r["cell"]].control_of]
+    if controls:
+        lines += [
+            "",
+            "## Controls (latent_mas only, paired with the main cell's latent_mas on the same items)",
+            "",
+        ]
+        lines += [
+            "| control | n | accuracy [95% Wilson] | output tokens | vs main latent_mas (only main / only control, p) |"
+        ]
+        lines += ["|---|---|---|---|---|"]
+        by_name = {r["cell"]: r for r in rows}
+        for r in controls:
+            m = r["methods"][0]
+            ref = by_name.get(CELLS[r["cell"]].control_of)
+            paired = "main cell not run"
+            if ref:
+                recs = [{**x, "method": "main"} for x in ref["records"] if x["method"] == "latent_mas"]
+                pc = paired_counts(recs + r["records"], "main", "latent_mas")
+                paired = f"{pc['only_main']} / {pc['only_latent_mas']}, p = {pc['p_mcnemar']:.3g}"
+            acc = f"{m['accuracy']:.1%} [{m['ci_low']:.1%}, {m['ci_high']:.1%}]"
+            lines.append(
+                f"| {r['cell']} | {m['n']} | {acc} | {m['output_tokens']:.0f} | {m['short_final_answers']} | {paired} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _plot(rows: list[dict], path: Path) -> None:
+    from latent.plotting import figure, save_figure
+
+    main = [r for r in rows if not CELLS[r["cell"]].control_of]
+    if not main:
+        return
+    fig, axes = figure(1, len(main), figsize=(3.4 * len(main), 3.4), squeeze=False)
+    for ax, r in zip(axes[0], main):
+        for m in r["methods"]:
+            err = [[m["accuracy"] - m["ci_low"]], [m["ci_high"] - m["accuracy"]]]
+            ax.errorbar(m["seconds_per_item"], m["accuracy"], yerr=err, fmt="o", capsize=3, label=m["method"])
+        ax.set_title(r["cell"], fontsize=9)
+        ax.set_xlabel("seconds / item")
+        ax.set_ylabel("accuracy (95% Wilson)")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    save_figure(fig, path, dpi=110)
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def report(runs: Path = RUNS, out: Path = REPORT) -> int:
+    rows = [row for name, cell in CELLS.items() if (row := _cell_rows(name, cell, runs)) is not None]
+    if not rows:
+        print(f"no cell has results under {runs}: run `python bench/qwen_table.py run --cell CELL` first")
+        return 1
+    machine = f"{_cpu_name()}, {os.cpu_count()} CPUs, 1 torch thread per job, two jobs side by side"
+    text = _markdown(rows, machine)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.md").write_text(text)
+    payload = {"settings": SETTINGS, "machine": machine, "cells": rows}
+    (out / "report.json").write_text(json.dumps(payload, indent=1) + "\n")
+    _plot(rows, out / "accuracy_vs_time.png")
+    print(text)
+    return 0
+
+
+# ----------------------------------------------------------------------------- carrying runs
+def archive(runs: Path = RUNS, out: Path = REPORT / "runs") -> int:
+    """Compress every cell's manifest and results into `out` (small), so a later machine can resume."""
+    out.mkdir(parents=True, exist_ok=True)
+    for d in sorted(p for p in runs.iterdir() if p.is_dir()):
+        files = {
+            f.name: f.read_text()
+            for f in [d / "manifest.json", *sorted(d.glob("results*.jsonl"))]
+            if f.is_file()
+        }
+        (out / f"{d.name}.json.gz").write_bytes(gzip.compress(json.dumps(files).encode(), mtime=0))
+    print(f"archived {len(list(out.glob('*.json.gz')))} runs into {out}")
+    return 0
+
+
+def restore(src: Path = REPORT / "runs", runs: Path = RUNS) -> int:
+    """Unpack archived runs that are not here yet (a run already here is never overwritten)."""
+    for f in sorted(src.glob("*.json.gz")):
+        d = runs / f.name.removesuffix(".json.gz")
+        if d.exists():
+            print(f"kept {d} (already here)")
+            continue
+        d.mkdir(parents=True)
+        for name, text in json.loads(gzip.decompress(f.read_bytes())).items():
+            (d / Path(name).name).write_text(text)
+        print(f"restored {d}")
+    return 0
+
+
+ACTIONS = ("plan", "run", "report", "archive", "restore")
+
+
+@dataclass
+class TableOptions:
+    """What to do: list the cells, run one, or report on every cell that has results."""
+
+    action: str = field(
+        metadata={
+            "positional": True,
+            "choices": list(ACTIONS),
+            "help": "plan (every cell's command), run (one cell, resumable), report, archive or restore",
+        }
+    )
+    cell: str | None = field(default=None, metadata={"help": "the cell to run (see `plan`)"})
+    runs: str = field(default=str(RUNS), metadata={"help": "folder of the cells' runs"})
+    out: str = field(default=str(REPORT), metadata={"help": "folder of the committed report"})
+
+
+def run(args: argparse.Namespace) -> int:
+    opts = config_from_args(TableOptions, args)
+    runs, out = Path(opts.runs), Path(opts.out)
+    if opts.action == "plan":
+        for name, cell in CELLS.items():
+            print(f"{name:<32} {' '.join(eval_argv(name, cell, runs))}")
+        return 0
+    if opts.action == "run":
+        if opts.cell not in CELLS:
+            print(f"error: --cell must be one of the cells `plan` lists, got {opts.cell!r}.", file=sys.stderr)
+            return 2
+        argv_ = eval_argv(opts.cell, CELLS[opts.cell], runs)
+        print(" ".join(argv_), flush=True)
+        t0 = time.time()
+        code = subprocess.call([shutil.which("latentworks") or sys.executable, *argv_[1:]])
+        print(f"{opts.cell}: exit {code} after {time.time() - t0:.0f} s", flush=True)
+        return code
+    if opts.action == "report":
+        return report(runs, out)
+    if opts.action == "archive":
+        return archive(runs, out / "runs")
+    return restore(out / "runs", runs)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_script(
+        "bench/qwen_table.py", __doc__, partial(add_config_arguments, cls=TableOptions), run, argv
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

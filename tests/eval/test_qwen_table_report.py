@@ -1,0 +1,67 @@
+"""bench/qwen_table.py on a small real run of the built-in model: the paired tests agree with the records,
+every paper claim gets a verdict line, and archived runs come back byte for byte and resume."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("qwen_table", BENCH / "qwen_table.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["qwen_table"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_report_archive_and_restore(tmp_path, monkeypatch):
+    from eval.runner import EvalConfig, evaluate
+
+    qt = _load()
+    cell = qt.Cell("builtin:arith-mini", "arith")
+    monkeypatch.setattr(qt, "CELLS", {"toy-arith-seq": cell})
+    monkeypatch.setitem(qt.LIMIT, "arith", 12)
+    runs = tmp_path / "runs"
+    evaluate(EvalConfig(task="arith", limit=12, out=str(runs / "toy-arith-seq"), progress=False))
+    assert qt.report(runs, tmp_path / "report") == 0
+    payload = json.loads((tmp_path / "report" / "report.json").read_text())
+    row = payload["cells"][0]
+    recs = {(r["item_id"], r["method"]): r["correct"] for r in row["records"]}
+    pc = row["latent_mas_vs_text_mas"]
+    items = {i for i, _ in recs}
+    assert pc["n"] == len(items) == 12
+    assert pc["only_latent_mas"] == sum(recs[i, "latent_mas"] and not recs[i, "text_mas"] for i in items)
+    text = (tmp_path / "report" / "report.md").read_text()
+    for claim in ("accuracy vs text_mas", "accuracy vs single", "output tokens", "speed"):
+        assert f"- {claim}" in text
+    assert (tmp_path / "report" / "accuracy_vs_time.png").stat().st_size > 1000
+
+    before = {f.name: f.read_bytes() for f in (runs / "toy-arith-seq").glob("*.json*")}
+    assert qt.archive(runs, tmp_path / "archive") == 0
+    fresh = tmp_path / "fresh"
+    assert qt.restore(tmp_path / "archive", fresh) == 0
+    after = {f.name: f.read_bytes() for f in (fresh / "toy-arith-seq").iterdir()}
+    assert after == {k: v for k, v in before.items() if k in after} and "manifest.json" in after
+    assert any(k.startswith("results") for k in after)
+    evaluate(
+        EvalConfig(task="arith", limit=12, out=str(fresh / "toy-arith-seq"), resume=True, progress=False)
+    )
+    from eval.report import load_results
+
+    assert len(load_results(fresh / "toy-arith-seq")) == 36  # resumed: nothing run twice, nothing lost
+    (fresh / "toy-arith-seq" / "manifest.json").write_text("kept")
+    qt.restore(tmp_path / "archive", fresh)  # a run already there is never overwritten
+    assert (fresh / "toy-arith-seq" / "manifest.json").read_text() == "kept"
+
+
+def test_exact_mcnemar_equals_scipys_two_sided_binomial_test():
+    from scipy.stats import binomtest
+
+    from eval.report import mcnemar_exact
+
+    for b, c in [(15, 0), (3, 5), (10, 4), (7, 7), (0, 1), (40, 22)]:
+        assert abs(mcnemar_exact(b, c) - binomtest(b, b + c, 0.5).pvalue) < 1e-12
+    assert mcnemar_exact(0, 0) == 1.0

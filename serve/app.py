@@ -95,6 +95,7 @@ async def chat_completions(request: Request) -> Any:
     req = parse_chat_request(
         await request.body(), request.app.state.pipelines, config.max_tokens, config.max_tokens_limit
     )
+    _check_length(req.question, request.app.state.tokenizer, config.max_question_tokens)
     try:
         ticket = batcher.submit((req.model, req.max_tokens), req.question)
     except QueueFull as full:
@@ -115,6 +116,17 @@ async def chat_completions(request: Request) -> Any:
     return JSONResponse(completion_body(req.model, text, finish, result))
 
 
+def _check_length(question: str, tokenizer: Any, limit: int) -> None:
+    """Refuse a question longer than `limit` tokens: every agent reads it, and one that outgrows the
+    model's context would cost the whole batch (characters first, so a huge one is never tokenized)."""
+    too_long = len(question) > 16 * limit
+    if not too_long and tokenizer is not None:
+        too_long = len(tokenizer(question, add_special_tokens=False)["input_ids"]) > limit
+    if too_long:
+        message = f"the question is longer than the server's limit of {limit} tokens; shorten it"
+        raise ApiError(400, message, param="messages", code="question_too_long")
+
+
 async def _wait(request: Request, batcher: Batcher, ticket: Ticket) -> Any:
     """The ticket's result; if the client disconnects first, its request leaves the queue."""
     gone = asyncio.create_task(_disconnected(request))
@@ -127,7 +139,10 @@ async def _wait(request: Request, batcher: Batcher, ticket: Ticket) -> Any:
         batcher.cancel(ticket)  # a no-op once the result is in
     try:
         return ticket.future.result()
-    except Exception as err:  # the batch failed: every request in it is answered 500, the server goes on
+    except ValueError as err:  # this request failed on its own (a failed batch reruns one by one): its input
+        message = f"the pipeline cannot run this request: {err}"
+        raise ApiError(400, message, param="messages", code="request_not_runnable") from err
+    except Exception as err:  # the server failed: answered 500, the server goes on
         message = f"the batch this request ran in failed ({type(err).__name__}: {err}); it may be retried"
         raise ApiError(500, message, code="batch_failed") from err
 

@@ -1,7 +1,8 @@
 """Gathers concurrent requests into batched runs: the oldest waiting request waits at most `wait_s` for
 others with the same key to join, then up to `max_batch` of them run together in one worker thread
 (one batch at a time: the model is shared and the CPU/GPU is the bottleneck). Waiting requests are
-capped at `max_queue`; a request whose client has gone is taken out of the queue, freeing its place."""
+capped at `max_queue`; a request whose client has gone is taken out of the queue, freeing its place.
+A batch that fails is run again one request at a time, so one bad request fails alone."""
 
 from __future__ import annotations
 
@@ -102,27 +103,35 @@ class Batcher:
     async def run(self) -> None:
         """Forever: take the next batch, run it in the worker thread, hand each request its result."""
         self._wake = asyncio.Event()
-        loop = asyncio.get_running_loop()
         while True:
             batch = await self._next_batch()
-            t0 = time.perf_counter()
             try:
-                results = await loop.run_in_executor(
-                    self._executor, self.run_batch, batch[0].key, [t.item for t in batch]
-                )
-                if len(results) != len(batch):
-                    raise RuntimeError(f"a batch of {len(batch)} returned {len(results)} results")
-            except Exception as err:  # every request of the batch gets the error; the loop goes on
-                logger.exception("a batch of %d failed", len(batch))
+                await self._run(batch)
+            except Exception:  # one request breaks the batch: run each alone, so only it fails
+                logger.exception("a batch of %d failed; running its requests one by one", len(batch))
                 self.stats.failed_batches += 1
                 for t in batch:
-                    if not t.future.done():
-                        t.future.set_exception(err)
-                continue
-            self._record(len(batch), time.perf_counter() - t0)
-            for t, result in zip(batch, results):
-                if not t.future.done():  # a client that left mid-batch has cancelled its future
-                    t.future.set_result(result)
+                    try:
+                        await self._run([t])
+                    except Exception as err:
+                        if not t.future.done():
+                            t.future.set_exception(err)
+
+    async def _run(self, batch: list[Ticket]) -> None:
+        live = [t for t in batch if not t.future.done()]  # clients that left during a retry drop out
+        if not live:
+            return
+        t0 = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        results = await loop.run_in_executor(
+            self._executor, self.run_batch, live[0].key, [t.item for t in live]
+        )
+        if len(results) != len(live):
+            raise RuntimeError(f"a batch of {len(live)} returned {len(results)} results")
+        self._record(len(live), time.perf_counter() - t0)
+        for t, result in zip(live, results):
+            if not t.future.done():  # a client that left mid-batch has cancelled its future
+                t.future.set_result(result)
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)

@@ -55,6 +55,9 @@ class ServeConfig:
     max_tokens: int = field(default=256, metadata={"help": "decode budget when a request gives none"})
     max_tokens_limit: int = field(default=2048, metadata={"help": "largest max_tokens a request may ask"})
     max_body_bytes: int = field(default=1_000_000, metadata={"help": "larger request bodies get 413"})
+    max_question_tokens: int = field(
+        default=2048, metadata={"help": "longer questions (in the model's tokens) get 400"}
+    )
 
     def __post_init__(self) -> None:
         problems = []
@@ -65,7 +68,15 @@ class ServeConfig:
             problems.append("`graph` needs at least one graph name or path")
         if self.backend not in BACKENDS:
             problems.append(f"`backend` must be one of {BACKENDS}, got {self.backend!r}")
-        for name in ("max_batch", "max_queue", "max_tokens", "max_tokens_limit", "max_body_bytes", "threads"):
+        for name in (
+            "max_batch",
+            "max_queue",
+            "max_tokens",
+            "max_tokens_limit",
+            "max_body_bytes",
+            "max_question_tokens",
+            "threads",
+        ):
             if getattr(self, name) < 1:
                 problems.append(f"`{name}` must be >= 1, got {getattr(self, name)}")
         if self.latent_steps < 0:

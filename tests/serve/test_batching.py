@@ -122,20 +122,31 @@ def test_429_names_the_queue_and_retry_after(serve_app):
         assert first.result().status_code == second.result().status_code == 200
 
 
-def test_a_failed_batch_is_answered_500_and_the_server_goes_on(serve_app):
-    """The batch's error reaches its requests as an OpenAI-shaped 500; the next batch runs."""
-    calls = []
+def test_a_request_that_breaks_its_batch_fails_alone(serve_app):
+    """A batch that raises is run again one request at a time: the request that breaks it gets an
+    OpenAI-shaped 500 naming the error, the others in its batch their answers, and the server goes on."""
 
-    def flaky(key, questions):
-        calls.append(questions)
-        if len(calls) == 1:
-            raise RuntimeError("out of memory")
-        return [Result(q, "ok", "single", "sequential", [AgentStats("judger", "judger")]) for q in questions]
+    def picky(key, questions):
+        if "poison" in questions:
+            raise RuntimeError("cannot read poison")
+        return [
+            Result(q, f"echo: {q}", "single", "sequential", [AgentStats("judger", "judger")])
+            for q in questions
+        ]
 
-    url = serve_app(run_batch=flaky, batch_wait_ms=0)
-    r = _ask(url, "single", "a")
-    assert r.status_code == 500 and "out of memory" in r.json()["error"]["message"]
-    assert _ask(url, "single", "b").json()["choices"][0]["message"]["content"] == "ok"
+    url = serve_app(run_batch=picky, max_batch=4, batch_wait_ms=1000)  # the three share one batch
+    with ThreadPoolExecutor(3) as pool:
+        replies = list(pool.map(lambda q: _ask(url, "single", q), ["a", "poison", "b"]))
+    assert [r.status_code for r in replies] == [200, 500, 200]
+    assert [
+        replies[0].json()["choices"][0]["message"]["content"],
+        replies[2].json()["choices"][0]["message"]["content"],
+    ] == ["echo: a", "echo: b"]
+    error = replies[1].json()["error"]
+    assert "cannot read poison" in error["message"] and error["type"] == "server_error"
+    health = httpx.get(f"{url}/health").json()
+    assert health["failed_batches"] == 1 and health["batches"] == 2  # a and b, each alone
+    assert _ask(url, "single", "c").json()["choices"][0]["message"]["content"] == "echo: c"
 
 
 def test_batcher_groups_by_key_up_to_max_batch():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -113,6 +114,15 @@ BAD = [
     ("unknown parameter", "POST", CHAT, _body(best_of=3), 400, "best_of", "unknown parameter"),
     ("too many stops", "POST", CHAT, _body(stop=list("abcde")), 400, "stop", "at most 4"),
     ("body over the limit", "POST", CHAT, _body(user="x" * 70_000), 413, None, "limit"),
+    (
+        "question too long",
+        "POST",
+        CHAT,
+        _body(messages=[{"role": "user", "content": "1 + " * 800}]),
+        400,
+        "messages",
+        "2048 tokens",
+    ),
     ("unknown route", "POST", "/v1/completions", _body(), 404, None, "no route"),
     ("wrong method", "GET", CHAT, b"", 405, None, "not allowed"),
 ]
@@ -204,3 +214,24 @@ def test_a_client_leaving_mid_stream_leaves_the_server_serving(small_server, mod
     )
     health = httpx.get(f"{small_server}/health").json()
     assert health["status"] == "ok" and health["waiting"] == 0 and health["failed_batches"] == 0
+
+
+def test_a_question_past_the_models_context_is_400_and_its_batch_mates_are_answered(serve_app, model):
+    """A question that fits the token limit but not the model's context (every agent reads it) breaks its
+    batch; run again alone it is answered 400 naming the context, and the question beside it is answered."""
+    url = serve_app(max_batch=4, batch_wait_ms=1000)  # both requests share one batch
+    long_question = {
+        "model": "latent_mas:sequential",
+        "messages": [{"role": "user", "content": "1 + " * 300}],
+    }
+    good = {"model": "latent_mas:sequential", "messages": [{"role": "user", "content": QUESTIONS[6]}]}
+    with ThreadPoolExecutor(2) as pool:
+        bad_reply, good_reply = pool.map(
+            lambda body: httpx.post(f"{url}{CHAT}", json=body, timeout=60), [long_question, good]
+        )
+    _check(bad_reply, 400, "messages", "context")
+    assert (
+        good_reply.json()["choices"][0]["message"]["content"]
+        == alone(model, "latent_mas:sequential", QUESTIONS[6]).text
+    )
+    assert httpx.get(f"{url}/health").json()["failed_batches"] == 1

@@ -8,7 +8,7 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-WEB = {"fastapi", "starlette", "uvicorn", "httpx", "openai", "sse-starlette", "flask", "aiohttp"}
+WEB = {"fastapi", "starlette", "uvicorn", "sse-starlette", "hypercorn", "flask", "quart", "aiohttp", "django"}
 
 
 def _name(requirement: str) -> str:
@@ -31,7 +31,7 @@ def _closure(requirements: list[str]) -> set[str]:
 
 
 def test_core_install_pulls_in_no_web_framework():
-    """No core dependency, nor any of theirs, is a web framework or HTTP client."""
+    """No core dependency, nor any of theirs, is a web framework or ASGI server."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert _closure(project["dependencies"]) & WEB == set()
 

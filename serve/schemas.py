@@ -12,7 +12,7 @@ import uuid
 from dataclasses import asdict
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 
 from serve.errors import ApiError
 
@@ -78,7 +78,12 @@ class ChatRequest(BaseModel):
     functions: list[Any] | None = None
     function_call: Any = None
     parallel_tool_calls: bool | None = None
-    question: str = Field(default="", exclude=True)  # filled by `parse_chat_request`
+    _question: str = PrivateAttr(default="")  # filled by `parse_chat_request`
+
+    @property
+    def question(self) -> str:
+        """The last user message's text: what the agent graph answers."""
+        return self._question
 
 
 def _loc(loc: tuple) -> str:
@@ -134,7 +139,7 @@ def parse_chat_request(
         )
     _refuse_unsupported(req)
     req.max_tokens = _budget(req, max_tokens, max_tokens_limit)
-    req.question = _question(req)
+    req._question = _question(req)
     return req
 
 

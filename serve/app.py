@@ -38,6 +38,9 @@ def create_app(
     `run_batch`: replaces the `agents.run` call (tests use it to hold or fail a batch)."""
     pipelines = pipelines_for(config.methods, config.graph)
     if run_batch is None:
+        import torch
+
+        torch.set_num_threads(config.threads)  # as agents.run does with its `threads`
         if model is None:
             from latent import load_model
 

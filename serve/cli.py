@@ -29,12 +29,10 @@ def run(args: argparse.Namespace) -> int:
     cfg = config_from_args(ServeConfig, args)
     if cfg.backend == "vllm" and importlib.util.find_spec("vllm") is None:
         raise UsageError(f"`--backend vllm` needs the [vllm] extra. Install it: {install_line('vllm')}")
-    import torch
     import uvicorn
 
     from serve.app import create_app
 
-    torch.set_num_threads(cfg.threads)
     logger.info("loading %s and warming up %s ...", cfg.model, ", ".join(cfg.methods))
     app = create_app(cfg)
     ids = ", ".join(app.state.pipelines)

@@ -88,11 +88,24 @@ def base_url(model):
     server.stop()
 
 
+_ALONE: dict = {}
+
+
 def alone(model, pipeline: str, question: str, max_new_tokens: int = 256):
-    """The `agents.run` result of one question alone: what the server must answer."""
+    """The `agents.run` result of one question alone: what the server must answer (cached per session:
+    the tests ask the same questions again)."""
     import agents
 
-    method, _, graph = pipeline.partition(":")
-    return agents.run(
-        graph or "sequential", model, [question], method=method, max_new_tokens=max_new_tokens, threads=None
-    )[0]
+    key = (id(model), pipeline, question, max_new_tokens)
+    if key not in _ALONE:
+        method, _, graph = pipeline.partition(":")
+        runs = agents.run(
+            graph or "sequential",
+            model,
+            [question],
+            method=method,
+            max_new_tokens=max_new_tokens,
+            threads=None,
+        )
+        _ALONE[key] = runs[0]
+    return _ALONE[key]

@@ -134,7 +134,7 @@ def test_a_request_that_breaks_its_batch_fails_alone(serve_app):
             for q in questions
         ]
 
-    url = serve_app(run_batch=picky, max_batch=4, batch_wait_ms=1000)  # the three share one batch
+    url = serve_app(run_batch=picky, max_batch=4, batch_wait_ms=500)  # the three share one batch
     with ThreadPoolExecutor(3) as pool:
         replies = list(pool.map(lambda q: _ask(url, "single", q), ["a", "poison", "b"]))
     assert [r.status_code for r in replies] == [200, 500, 200]

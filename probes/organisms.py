@@ -20,6 +20,7 @@ import random
 import time
 from pathlib import Path
 
+from latent.entry import install_line
 from probes.data import (
     ACCEPT,
     ASSERTIONS,
@@ -198,7 +199,9 @@ def train_lora(
         from peft import LoraConfig
         from trl import SFTConfig, SFTTrainer
     except ImportError as err:  # pragma: no cover - installed with latentworks
-        raise ImportError("organisms need peft, trl and datasets: pip install peft trl datasets") from err
+        raise ImportError(
+            f"organisms need peft, trl and datasets, of the probes extra: {install_line('probes')}"
+        ) from err
     if init_adapter is not None and not (Path(init_adapter) / "adapter_config.json").is_file():
         raise ValueError(f"`init_adapter`={str(init_adapter)!r} holds no adapter_config.json.")
     import torch

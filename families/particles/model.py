@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from latent.entry import install_line
+
 from .config import ParticlesConfig
 
 logger = logging.getLogger(__name__)
@@ -190,7 +192,9 @@ def _simulate_torchdiffeq(
     try:
         from torchdiffeq import odeint
     except ImportError as err:  # optional backend: fail at use and name the fix
-        raise ImportError("integrator 'rk4'/'dopri5' needs torchdiffeq: pip install torchdiffeq") from err
+        raise ImportError(
+            f"integrator 'rk4'/'dopri5' needs torchdiffeq, of the families extra: {install_line('families')}"
+        ) from err
     n_rec = max(2, cfg.num_steps // record_every + 1)
     t = torch.linspace(0.0, cfg.t_final, n_rec, dtype=torch.float64)
     opts = {"step_size": cfg.dt} if cfg.integrator == "rk4" else {}

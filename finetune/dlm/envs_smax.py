@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from finetune.dlm.env_api import check_actions
+from latent.entry import install_line
 
 __all__ = ["MAX_ENEMIES", "SMAX_ACTIONS", "SmaxEnv", "smax_expert"]
 
@@ -57,7 +58,9 @@ class SmaxEnv:
             from jaxmarl.environments.smax import HeuristicEnemySMAX, map_name_to_scenario
             from jaxmarl.environments.smax.smax_env import MAP_NAME_TO_SCENARIO
         except ImportError as err:
-            raise ImportError("the SMAX adapter needs `pip install jaxmarl` (JAX on CPU is enough).") from err
+            raise ImportError(
+                f"the SMAX adapter needs jaxmarl, of the dlm-smax extra (JAX on CPU is enough): {install_line('dlm-smax')}"
+            ) from err
         _register_extra_maps()
         if not _NAME.match(scenario) or scenario not in MAP_NAME_TO_SCENARIO:
             raise ValueError(

@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 from scipy.stats import trim_mean
 
+from latent.entry import install_line
+
 __all__ = [
     "iqm_interval",
     "pairwise_improvement",
@@ -51,8 +53,8 @@ def _rliable():
         from rliable import library, metrics
     except ImportError as err:
         raise ImportError(
-            "DLM statistics need `pip install rliable` (with pandas >= 3 also `pip install --no-deps "
-            "arch==8.0.0`, since rliable's arch 7 pin does not import there)."
+            f"DLM statistics need rliable, of the dlm extra: {install_line('dlm')} (with pandas >= 3 also "
+            "`pip install --no-deps arch==8.0.0`, since rliable's arch 7 pin does not import there)."
         ) from err
     _arch_compat()
     return library, metrics

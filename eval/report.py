@@ -95,8 +95,8 @@ def problem_warnings(problems: dict) -> list[str]:
 
 def coverage_warnings(manifest: dict, records: list[dict]) -> list[str]:
     """Warning lines for methods of the run with no records, or with fewer items than the run has: a run
-    that stopped midway (an error, the model's context overflowing, a kill) leaves them out of the table,
-    and the table alone would not say so."""
+    that stopped midway (an error, a kill) leaves them out of the table, and the table alone would not
+    say so."""
     methods = (manifest.get("identity") or {}).get("methods")
     items = manifest.get("item_ids")
     if not isinstance(methods, list):
@@ -118,6 +118,25 @@ def coverage_warnings(manifest: dict, records: list[dict]) -> list[str]:
                 "covers those only. Fix what stopped it, then `latentworks eval ... --resume` runs the rest."
             )
     return lines
+
+
+def overflow_warnings(records: list[dict]) -> list[str]:
+    """One warning line counting, per method, the items recorded as failures because they ran past the
+    model's context (`eval.runner` records them instead of stopping the run)."""
+    from eval.run_records import CONTEXT_OVERFLOW
+
+    per: dict[str, int] = {}
+    for r in records:
+        if str(r.get("error", "")).startswith(CONTEXT_OVERFLOW):
+            per[r["method"]] = per.get(r["method"], 0) + 1
+    if not per:
+        return []
+    counts = ", ".join(f"{m} {n}" for m, n in per.items())
+    return [
+        f"warning: {sum(per.values())} item(s) ran past the model's context and are scored as failures "
+        f"({counts}); their records carry the reason in `error`. Shorten the prompts, or lower --latent-steps / "
+        "--max-new-tokens, or use a model with a longer context to score them."
+    ]
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -168,7 +187,10 @@ def paired_counts(records: list[dict], first: str, second: str) -> dict:
 
 
 def summarize(records: list[dict]) -> list[dict]:
-    """One row per method: n, accuracy with CI, mean output tokens, mean seconds per item."""
+    """One row per method: n, accuracy with CI, mean output tokens, mean seconds per item.
+
+    An item that could not run (a record with an `error`, e.g. past the model's context) counts as wrong
+    in the accuracy and in `failed`, and is left out of the token and time means (it decoded nothing)."""
     rows = []
     for method in ("single", "text_mas", "latent_mas"):
         rs = [r for r in records if r["method"] == method]
@@ -176,6 +198,7 @@ def summarize(records: list[dict]) -> list[dict]:
             continue
         k, n = sum(r["correct"] for r in rs), len(rs)
         lo, hi = wilson(k, n)
+        ran = [r for r in rs if not r.get("error")]
         rows.append(
             {
                 "method": method,
@@ -183,8 +206,9 @@ def summarize(records: list[dict]) -> list[dict]:
                 "accuracy": k / n,
                 "ci_low": lo,
                 "ci_high": hi,
-                "output_tokens": sum(r["output_tokens"] for r in rs) / n,
-                "seconds_per_item": sum(r["wall_s"] for r in rs) / n,
+                "output_tokens": sum(r["output_tokens"] for r in ran) / max(len(ran), 1),
+                "seconds_per_item": sum(r["wall_s"] for r in ran) / max(len(ran), 1),
+                "failed": n - len(ran),
                 "latent_steps": max((a["latent_steps"] for r in rs for a in r["agents"]), default=0),
                 # code: pass@1 is `accuracy`; this is the mean share of each item's tests that passed
                 "test_pass_fraction": _mean_fraction(rs),
@@ -204,8 +228,8 @@ def time_ratio_spread(records: list[dict], slow: str = "text_mas", fast: str = "
     On a shared machine a single ratio is noise; the spread says how much."""
     import statistics
 
-    slow_s = {r["item_id"]: r["wall_s"] for r in records if r["method"] == slow}
-    fast_s = {r["item_id"]: r["wall_s"] for r in records if r["method"] == fast}
+    slow_s = {r["item_id"]: r["wall_s"] for r in records if r["method"] == slow and not r.get("error")}
+    fast_s = {r["item_id"]: r["wall_s"] for r in records if r["method"] == fast and not r.get("error")}
     # items of one batch share their per-item time, so equal ratios are one batch
     ratios = sorted({round(slow_s[i] / max(fast_s[i], 1e-12), 9) for i in slow_s.keys() & fast_s.keys()})
     if not ratios:
@@ -313,7 +337,7 @@ def print_report(out: str | Path) -> str:
     if manifest is None:
         warnings.append(f"warning: no manifest.json in {out}: the run's settings are unknown.")
         manifest = {}
-    warnings += coverage_warnings(manifest, records)
+    warnings += coverage_warnings(manifest, records) + overflow_warnings(records)
     for w in warnings:
         print(w, file=sys.stderr)
     ident = manifest.get("identity", {})

@@ -5,7 +5,7 @@ Every record the runner writes carries the run's `run_id` (a random id the manif
 resume (and in `latentworks report`) a line counts only if it is a JSON object that
 
 - has the schema of a record (types of `item_id`, `method`, `correct`, `prediction`, tokens, time,
-  agents, tests),
+  agents, tests; an `error`, the reason an item could not run, only as a string on a wrong record),
 - belongs to the run: its `run_id` is the manifest's, its item is in the task's item set, its method
   is one the run evaluates, its task and graph names are the run's,
 - is intact: its `check` matches its content.
@@ -28,6 +28,7 @@ from agents.config import METHODS
 
 RECORD_FORMAT = 2  # records carry `run_id` and `check`
 SEAL_FIELDS = ("run_id", "check")
+CONTEXT_OVERFLOW = "context overflow: "  # how the `error` of an item past the model's context starts
 
 
 def checksum(rec: dict) -> str:
@@ -187,6 +188,8 @@ def schema_problem(rec: dict) -> str | None:
         isinstance(a, dict) and _count(a.get("latent_steps")) for a in agents
     ):
         return "`agents` is not a list of agent entries with latent_steps"
+    if "error" in rec and not (isinstance(rec["error"], str) and rec["error"] and rec["correct"] is False):
+        return "`error` is not a reason string on a record scored wrong"
     if "tests_total" in rec or "tests_passed" in rec:
         total, passed = rec.get("tests_total"), rec.get("tests_passed")
         if not (_count(total) and _count(passed) and passed <= total):

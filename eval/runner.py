@@ -43,7 +43,7 @@ from eval.results_store import (
     write_manifest,
     writing,
 )
-from eval.run_records import RECORD_FORMAT, RunExpectation, new_run_id, run_id_of, seal
+from eval.run_records import CONTEXT_OVERFLOW, RECORD_FORMAT, RunExpectation, new_run_id, run_id_of, seal
 
 if TYPE_CHECKING:
     from latent import LatentModel
@@ -258,23 +258,80 @@ def _share_groups(batch: list, graph, cfg: EvalConfig):
         yield group, agents.handoff_graph(n, "kv"), [list(it.meta["shares"]) for it in group]
 
 
-def _batch_records(
-    batch: list, graph, model: LatentModel, run, cfg: EvalConfig, task_name: str, run_id: str
-) -> list[str]:
-    """One method over one batch: the sealed JSON record lines, in batch order per share group."""
-    import agents
+def _overflow_record(item, method: str, graph: str, task: str, err: Exception, wall_s: float) -> dict:
+    """The record of an item whose prompts, latent thoughts and answer do not fit in the model's context:
+    scored wrong, with the reason, so a resume does not run it again and the report counts it."""
+    return {
+        "item_id": item.id,
+        "method": method,
+        "graph": graph,
+        "task": task,
+        "prediction": "",
+        "extracted": None,
+        "gold": item.gold,
+        "correct": False,
+        "output_tokens": 0,
+        "wall_s": max(0.0, wall_s),
+        "agents": [],
+        "error": CONTEXT_OVERFLOW + str(err),
+    }
 
+
+def _run_group(group: list, g, model: LatentModel, run, shares) -> list:
+    """`agents.run` on one share group: a result per item, or for an item that does not fit in the
+    model's context, the `ContextOverflow` with the seconds it took. One item running past the context
+    stops the whole batch, so such a batch reruns item by item and only the items that overflow alone
+    fail."""
+    import agents
+    from latent.model import ContextOverflow
+
+    def once(items, item_shares):
+        questions = [it.question + KIND_INSTRUCTIONS.get(it.kind, "") for it in items]
+        if item_shares is not None:
+            run_g = replace(run, prompts=HANDOFF_PROMPTS) if run.prompts == "default" else run
+            return agents.run(g, model, questions, config=run_g, shares=item_shares)
+        return agents.run(g, model, questions, config=run)
+
+    t0 = time.perf_counter()
+    try:
+        return list(once(group, shares))
+    except ContextOverflow as err:
+        if len(group) == 1:
+            return [(err, time.perf_counter() - t0)]
+    out = []
+    for i, it in enumerate(group):
+        t0 = time.perf_counter()
+        try:
+            out.append(once([it], None if shares is None else [shares[i]])[0])
+        except ContextOverflow as err:
+            out.append((err, time.perf_counter() - t0))
+    return out
+
+
+def _batch_records(
+    batch: list,
+    graph,
+    model: LatentModel,
+    run,
+    cfg: EvalConfig,
+    task_name: str,
+    run_id: str,
+    overflowed: list | None = None,
+) -> list[str]:
+    """One method over one batch: the sealed JSON record lines, in batch order per share group. An item
+    that runs past the model's context is recorded as a failure with the reason (and appended to
+    `overflowed` as (item id, method)); any other error stops the run."""
     lines = []
     for group, g, shares in _share_groups(batch, graph, cfg):
-        questions = [it.question + KIND_INSTRUCTIONS.get(it.kind, "") for it in group]
-        if shares is not None:
-            run_g = replace(run, prompts=HANDOFF_PROMPTS) if run.prompts == "default" else run
-            res = agents.run(g, model, questions, config=run_g, shares=shares)
-        else:
-            res = agents.run(g, model, questions, config=run)
+        res = _run_group(group, g, model, run, shares)
         keep = cfg.run.inspect_latents > 0
         for it, r in zip(group, res):
-            rec = _record(it, r, graph.name, task_name, keep)  # `graph`: the run's, which resume checks
+            if isinstance(r, tuple):  # (ContextOverflow, seconds)
+                rec = _overflow_record(it, run.method, graph.name, task_name, *r)
+                if overflowed is not None:
+                    overflowed.append((it.id, run.method))
+            else:
+                rec = _record(it, r, graph.name, task_name, keep)  # `graph`: the run's, which resume checks
             rec["item_graph"] = g.name  # the per-item holder graph a hand-off item ran on
             lines.append(json.dumps(seal(rec, run_id)))
     return lines
@@ -327,6 +384,7 @@ def evaluate(cfg: EvalConfig) -> Path:
             _clear_run(out)
         out = prepare_out_dir(cfg, task, graph.name, model_path, str(model.dtype).removeprefix("torch."))
     run_id = run_id_of(read_manifest(out / "manifest.json"))
+    overflowed: list[tuple[str, str]] = []
     bar = None
     if cfg.progress:
         from tqdm.auto import tqdm
@@ -343,7 +401,7 @@ def evaluate(cfg: EvalConfig) -> Path:
                 if not batch:
                     continue
                 run = replace(cfg.run, method=method, seed=cfg.run.seed + start, progress=False)
-                lines = _batch_records(batch, graph, model, run, cfg, task.name, run_id)
+                lines = _batch_records(batch, graph, model, run, cfg, task.name, run_id, overflowed)
                 with writing(results_file, "append to"):
                     fh.write("".join(line + "\n" for line in lines))
                     fh.flush()
@@ -352,6 +410,17 @@ def evaluate(cfg: EvalConfig) -> Path:
                     bar.update(len(batch))
     if bar is not None:
         bar.close()
+    if overflowed:
+        per = ", ".join(
+            f"{m} {sum(m == k for _, k in overflowed)}" for m in dict.fromkeys(m for _, m in overflowed)
+        )
+        logger.warning(
+            "%d item(s) ran past the model's context (%s) and are recorded as failures with the reason; "
+            "the rest of the run was scored. Shorten the prompts, or lower --latent-steps / --max-new-tokens, "
+            "or use a model with a longer context to score them",
+            len(overflowed),
+            per,
+        )
     if world == 1:
         write_summary(out)
     return out

@@ -29,6 +29,10 @@ LogitsProcessor = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 """HF-style `(generated_ids (B, n), scores (B, V)) -> scores`."""
 
 
+class ContextOverflow(ValueError):
+    """An input (prompt, latent thoughts and decoded tokens together) runs past `max_position_embeddings`."""
+
+
 @dataclass
 class Generation:
     """Decoded continuation. tokens (B, N) are padded with the pad id after each row's end."""
@@ -284,7 +288,7 @@ class LatentModel:
         limit = self._max_positions
         longest = int(lengths.max()) if lengths.numel() else 0
         if limit and longest > limit:
-            raise ValueError(
+            raise ContextOverflow(
                 f"the input runs past the model's context: {longest} positions > max_position_embeddings "
                 f"{limit}. Shorten the prompt, or lower latent steps / max_new_tokens."
             )

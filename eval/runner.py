@@ -385,13 +385,7 @@ def evaluate(cfg: EvalConfig) -> Path:
         out = prepare_out_dir(cfg, task, graph.name, model_path, str(model.dtype).removeprefix("torch."))
     run_id = run_id_of(read_manifest(out / "manifest.json"))
     overflowed: list[tuple[str, str]] = []
-    bar = None
-    if cfg.progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(
-            total=total, desc=f"eval {cfg.task}" + (f" [rank {rank}]" if world > 1 else ""), unit="item"
-        )
+    bar = _progress_bar(cfg, total, rank, world)
     with open_for_append(results_file) as fh:  # the lock: a second writer is refused
         # Batches outside, methods inside: every method sees the same machine load at about the same
         # time, so per-item times of different methods compare fairly even on a shared machine.
@@ -410,17 +404,32 @@ def evaluate(cfg: EvalConfig) -> Path:
                     bar.update(len(batch))
     if bar is not None:
         bar.close()
-    if overflowed:
-        per = ", ".join(
-            f"{m} {sum(m == k for _, k in overflowed)}" for m in dict.fromkeys(m for _, m in overflowed)
-        )
-        logger.warning(
-            "%d item(s) ran past the model's context (%s) and are recorded as failures with the reason; "
-            "the rest of the run was scored. Shorten the prompts, or lower --latent-steps / --max-new-tokens, "
-            "or use a model with a longer context to score them",
-            len(overflowed),
-            per,
-        )
+    _warn_overflow(overflowed)
     if world == 1:
         write_summary(out)
     return out
+
+
+def _progress_bar(cfg: EvalConfig, total: int, rank: int, world: int):
+    """A bar over the items left to run (None without --progress)."""
+    if not cfg.progress:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=f"eval {cfg.task}" + (f" [rank {rank}]" if world > 1 else ""), unit="item")
+
+
+def _warn_overflow(overflowed: list[tuple[str, str]]) -> None:
+    """One warning line for the items recorded as context overflows, counted per method."""
+    if not overflowed:
+        return
+    per = ", ".join(
+        f"{m} {sum(m == k for _, k in overflowed)}" for m in dict.fromkeys(m for _, m in overflowed)
+    )
+    logger.warning(
+        "%d item(s) ran past the model's context (%s) and are recorded as failures with the reason; "
+        "the rest of the run was scored. Shorten the prompts, or lower --latent-steps / --max-new-tokens, "
+        "or use a model with a longer context to score them",
+        len(overflowed),
+        per,
+    )

@@ -66,10 +66,10 @@ class Cell(NamedTuple):
     dev: bool = False  # a dev cell (seed 1, 24 items): where prompts were chosen, never reported as a result
 
     def settings(self) -> dict:
-        found = {**SETTINGS, "limit": LIMIT[self.task], "data": DATA.get(self.task), **dict(self.flags)}
+        found = {**SETTINGS, "limit": LIMIT[self.task], "data": DATA.get(self.task)}
         if self.dev:
             found.update(seed=1, limit=24, batch_size=12)
-        return found
+        return found | dict(self.flags)
 
 
 def _controls(main: str, model: str) -> dict[str, Cell]:
@@ -109,6 +109,7 @@ CELLS: dict[str, Cell] = {
     ),
     "dev-q05-aware-steps0": Cell(Q05, GSM, methods="latent_mas", flags=(("latent_steps", 0),), dev=True),
     "dev-q05-aware": Cell(Q05, GSM, methods="latent_mas", dev=True),
+    "dev-q15-aware": Cell(Q15, GSM, methods="single,latent_mas", flags=(("limit", 12),), dev=True),
 }
 SHORT = 40  # final-agent output tokens below which an answer carries no working (read off the dev outputs)
 RUNS = Path("runs/qwen_table")
@@ -138,6 +139,13 @@ def _cell_rows(name: str, cell: Cell, runs: Path) -> dict | None:
         records = load_results(runs / name)
     except ValueError:  # started, nothing written yet
         return None
+    # Only the items every method of the cell has run, so rows, paired tests and ratios share one item set
+    # (a stopped run can leave its last batch done for some methods only).
+    ran = [{r["item_id"] for r in records if r["method"] == m} for m in cell.methods.split(",")]
+    common = set.intersection(*ran)
+    if not common:
+        return None
+    records = [r for r in records if r["item_id"] in common]
     row = {
         "cell": name,
         "model": cell.model,
@@ -196,7 +204,8 @@ def _markdown(rows: list[dict], machine: str) -> str:
     lines = ["# The LatentMAS main table on Qwen2.5-Coder-0.5B/1.5B-Instruct", "", f"Machine: {machine}.", ""]
     lines += [
         f"Settings (every method, every cell): `{json.dumps(SETTINGS)}`; rg:gsm_symbolic 150 items, "
-        "humaneval all 164, arc_challenge (test split) the first 150. Commands: `python bench/qwen_table.py run --cell CELL`, then `report`.",
+        "humaneval all 164, arc_challenge (test split) the first 150. Each row counts the items every method of its "
+        "cell has run. Commands: `python bench/qwen_table.py run --cell CELL`, then `report`.",
         "",
     ]
     lines += [

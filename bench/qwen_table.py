@@ -305,7 +305,7 @@ def report(runs: Path = RUNS, out: Path = REPORT) -> int:
 
 
 # ----------------------------------------------------------------------------- carrying runs
-def archive(runs: Path = RUNS, out: Path = REPORT / "runs") -> int:
+def archive(runs: Path = RUNS, out: Path = REPORT / "archive") -> int:
     """Compress every cell's manifest and results into `out` (small), so a later machine can resume."""
     out.mkdir(parents=True, exist_ok=True)
     for d in sorted(p for p in runs.iterdir() if p.is_dir()):
@@ -319,7 +319,7 @@ def archive(runs: Path = RUNS, out: Path = REPORT / "runs") -> int:
     return 0
 
 
-def restore(src: Path = REPORT / "runs", runs: Path = RUNS) -> int:
+def restore(src: Path = REPORT / "archive", runs: Path = RUNS) -> int:
     """Unpack archived runs that are not here yet (a run already here is never overwritten)."""
     for f in sorted(src.glob("*.json.gz")):
         d = runs / f.name.removesuffix(".json.gz")
@@ -372,8 +372,8 @@ def run(args: argparse.Namespace) -> int:
     if opts.action == "report":
         return report(runs, out)
     if opts.action == "archive":
-        return archive(runs, out / "runs")
-    return restore(out / "runs", runs)
+        return archive(runs, out / "archive")
+    return restore(out / "archive", runs)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -110,6 +110,9 @@ CELLS: dict[str, Cell] = {
     "dev-q05-aware-steps0": Cell(Q05, GSM, methods="latent_mas", flags=(("latent_steps", 0),), dev=True),
     "dev-q05-aware": Cell(Q05, GSM, methods="latent_mas", dev=True),
     "dev-q15-aware": Cell(Q15, GSM, methods="single,latent_mas", flags=(("limit", 12),), dev=True),
+    "dev-q15-aware-steps0": Cell(
+        Q15, GSM, methods="latent_mas", flags=(("limit", 12), ("latent_steps", 0)), dev=True
+    ),
 }
 SHORT = 40  # final-agent output tokens below which an answer carries no working (read off the dev outputs)
 RUNS = Path("runs/qwen_table")

@@ -210,6 +210,11 @@ def is_pulled(name: str) -> bool:
     return card is not None and card.get("gguf_sha256") == CATALOGUE[name].sha256
 
 
+def stored_dtype(card: dict) -> str:
+    """The dtype a pulled copy's weights are stored in (cards written before it was recorded: float32)."""
+    return str(card.get("dtype", "float32")).split()[0]
+
+
 def pulled_card(name: str) -> dict | None:
     """The card.json of a pulled copy (None when absent or unreadable): its `dtype` and parameter count."""
     card = model_dir(name) / "card.json"

@@ -22,6 +22,8 @@ from latent.catalogue import (
     is_pulled,
     list_builtin_models,
     model_dir,
+    pulled_card,
+    stored_dtype,
 )
 
 _NAME_HELP = f"one of: {', '.join(CATALOGUE)}"
@@ -140,14 +142,14 @@ def _list(as_json: bool) -> int:
     ]
     for entry in CATALOGUE.values():
         pulled = is_pulled(entry.name)
-        card = json.loads((model_dir(entry.name) / "card.json").read_text()) if pulled else {}
+        card = (pulled_card(entry.name) or {}) if pulled else {}
         rows.append(
             {
                 "name": entry.name,
                 "kind": "pullable",
                 "status": "pulled" if pulled else "not pulled",
                 "params": card.get("params"),
-                "dtype": str(card.get("dtype", "float32")).split()[0] if pulled else None,
+                "dtype": stored_dtype(card) if pulled else None,
                 "size_bytes": entry.gguf_bytes,
                 "licence": entry.licence,
                 "path": str(model_dir(entry.name)) if pulled else None,

@@ -21,7 +21,7 @@ import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from latent.catalogue import PullableModel, catalogue_entry, is_pulled, model_dir, pulled_card
+from latent.catalogue import PullableModel, catalogue_entry, is_pulled, model_dir, pulled_card, stored_dtype
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -96,7 +96,7 @@ def _lock(path: Path):
 def _have(name: str, dtype: str) -> bool:
     """A complete pull stored in `dtype` (copies made before the dtype was recorded are float32)."""
     card = pulled_card(name) if is_pulled(name) else None
-    return card is not None and str(card.get("dtype", "float32")).split()[0] == dtype
+    return card is not None and stored_dtype(card) == dtype
 
 
 def disk_needed(entry: PullableModel, dtype: str = "float32", download: bool = True) -> int:

@@ -15,6 +15,16 @@ PROMPTS = [
 ]
 
 
+def ridge(w_in, w_out, lam: float = 1e-5):
+    """The realignment map W_a = (W_out^T W_out + lam I)^-1 W_out^T W_in, solved here in float64 with plain
+    torch (the reference the real-model tests hold `latent`'s thoughts to)."""
+    import torch
+
+    a = w_out.double()
+    eye = torch.eye(a.shape[1], dtype=torch.float64)
+    return torch.linalg.solve(a.T @ a + lam * eye, a.T @ w_in.double())
+
+
 def pulled_model(name: str):
     """`load_model(name)` after pulling it, or a skip naming why the registry could not be reached."""
     from latent import PullError, load_model, pull_model

@@ -13,6 +13,8 @@ import json
 import pytest
 import torch
 
+from tests.real.conftest import ridge
+
 QWEN = {
     "qwen2.5-coder-0.5b-instruct": 630_167_424,
     "qwen2.5-coder-1.5b-instruct": 1_777_088_000,
@@ -50,12 +52,6 @@ def qwen(request):
     return name, load_model(name, device="cpu", dtype="float32")
 
 
-def _ridge(w_in: torch.Tensor, w_out: torch.Tensor, lam: float = 1e-5) -> torch.Tensor:
-    a = w_out.double()
-    eye = torch.eye(a.shape[1], dtype=torch.float64)
-    return torch.linalg.solve(a.T @ a + lam * eye, a.T @ w_in.double())
-
-
 def test_the_pull_records_its_source_and_the_head_is_untied(qwen):
     from latent import CATALOGUE, pulled_path
 
@@ -80,7 +76,7 @@ def test_thoughts_equal_an_independent_transformers_loop(qwen):
     thoughts, _ = m.think(m.prefill(**enc), steps=k)
     emb = hf.get_input_embeddings()
     w_in = emb.weight.detach()
-    w_a = _ridge(w_in, hf.get_output_embeddings().weight.detach())
+    w_a = ridge(w_in, hf.get_output_embeddings().weight.detach())
     target = w_in.double().norm(dim=-1).mean()
     embeds = emb(enc["input_ids"]).detach()
     ref = []

@@ -8,12 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.real.conftest import PROMPTS
-
-
-def _ridge(w_in: torch.Tensor, w_out: torch.Tensor, lam: float = 1e-5) -> torch.Tensor:
-    a, b = w_out.double(), w_in.double()
-    return torch.linalg.solve(a.T @ a + lam * torch.eye(a.shape[1], dtype=torch.float64), a.T @ b).float()
+from tests.real.conftest import PROMPTS, ridge
 
 
 def test_pull_is_idempotent_and_the_card_records_the_source(smollm2):
@@ -40,7 +35,7 @@ def test_latent_steps_equal_an_independent_hf_loop(smollm2):
     thoughts, _ = m.think(m.prefill(**enc), steps=k)
     emb = hf.get_input_embeddings()
     w_in = emb(torch.arange(emb.num_embeddings)[None])[0].detach()
-    w_a = _ridge(w_in, hf.get_output_embeddings().weight.detach())
+    w_a = ridge(w_in, hf.get_output_embeddings().weight.detach()).float()
     target = float(w_in.norm(dim=-1).mean())
     embeds = emb(enc["input_ids"]).detach()
     ref = []

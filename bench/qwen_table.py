@@ -158,7 +158,10 @@ def _cell_rows(name: str, cell: Cell, runs: Path) -> dict | None:
     }
     row["methods"] = summarize(records)
     for m in row["methods"]:  # the final agent answering without working: under SHORT output tokens
-        finals = [r["agents"][-1]["output_tokens"] for r in records if r["method"] == m["method"]]
+        # (an item recorded as a context overflow has no agent turns: it never reached the final agent)
+        finals = [
+            r["agents"][-1]["output_tokens"] for r in records if r["method"] == m["method"] and r["agents"]
+        ]
         m["short_final_answers"] = sum(n < SHORT for n in finals)
     if "latent_mas" in cell.methods and "," in cell.methods:
         for other in ("text_mas", "single"):

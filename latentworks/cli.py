@@ -35,6 +35,9 @@ __all__ = ["COMMANDS", "list_families", "main"]
 
 @dataclass(frozen=True)
 class Command:
+    """One subcommand, named by module path so `latentworks --help` lists it without importing it (the
+    module and its torch load only when the command runs)."""
+
     module: str  # has add_arguments(parser) and run(args) -> int
     help: str
     extra: str | None = None  # the `pip install "latentworks[<extra>]"` this command needs
@@ -68,11 +71,13 @@ logger = logging.getLogger("latentworks")
 
 
 def _missing(names: Sequence[str]) -> list[str]:
+    """The modules of `names` that are not installed, found without importing them (imports are slow)."""
     return [n for n in names if importlib.util.find_spec(n) is None]
 
 
 # ----------------------------------------------------------------------------- families
 def _families_dir() -> Path:
+    """Where `families/` lives, found through its spec so the lookup imports nothing."""
     return Path(importlib.util.find_spec("families").origin).parent
 
 
@@ -83,6 +88,7 @@ def list_families() -> list[str]:
 
 
 def _first_doc_line(path: Path) -> str:
+    """A file's one-line summary for `latentworks family --help`, read with ast so no demo is imported."""
     doc = ast.get_docstring(ast.parse(path.read_text())) or ""
     return doc.strip().splitlines()[0] if doc.strip() else ""
 
@@ -100,6 +106,8 @@ def _family_imports(name: str) -> list[str]:
 
 
 def _run_family(argv: list[str]) -> int:
+    """`latentworks family <name> ...`: checks the [families] extra before importing the demo, so a missing
+    package ends as an install line rather than an ImportError."""
     names = list_families()
     if not argv or argv[0] in ("-h", "--help"):
         rows = [f"  {n:<20} {_first_doc_line(_families_dir() / n / 'demo.py')[:90]}" for n in names]
@@ -129,6 +137,8 @@ def _run_family(argv: list[str]) -> int:
 
 # ----------------------------------------------------------------------------- routing
 def build_parser() -> ArgumentParser:
+    """The top-level parser: lists every subcommand with its help line but none of their flags, which
+    each subcommand adds only when it is chosen (so `latentworks --help` stays instant)."""
     parser = ArgumentParser(
         prog="latentworks",
         description="LLM agents that think and talk through hidden states.",
@@ -144,6 +154,8 @@ def build_parser() -> ArgumentParser:
 
 
 def _subcommand_parser(name: str, cmd: Command, wants_help: bool) -> tuple[ArgumentParser, object]:
+    """Import one subcommand and build its parser. A missing extra is a usage error naming the install
+    line, except under `--help`, which still shows the flags with that line as epilog."""
     missing = _missing(CHECKED.get(cmd.extra, ()))
     epilog = None
     if missing:
@@ -166,6 +178,8 @@ def _subcommand_parser(name: str, cmd: Command, wants_help: bool) -> tuple[Argum
 
 
 def _dispatch(command: str, rest: list[str]) -> int:
+    """Parse `rest` with the chosen subcommand's own parser and run it; `args.argv_` keeps the raw flags
+    so an interrupted run can print the exact command that resumes it."""
     if command == "family":
         return _run_family(rest)
     cmd = COMMANDS[command]
@@ -184,6 +198,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _route(argv: list[str]) -> int:
+    """Find the subcommand by hand (the first word that is not a flag; -v/-q are already taken out) rather
+    than with argparse subparsers, which would need every subcommand's flags, and so its imports, up front."""
     command = next((i for i, a in enumerate(argv) if not a.startswith("-")), None)
     if command is None or argv[command] not in (*COMMANDS, "family"):
         build_parser().parse_args(argv)  # --version, --help, or the error for an unknown command

@@ -9,20 +9,48 @@ closeness, since another CPU's kernels may round differently), and a single row 
 22.0 ms routed for one row, 32.6 against 25.5 ms for 16 rows, the transposing copy included
 (`bench/few_row_matmul.py`). `route_few_rows` points each `nn.Linear` of a model at that path for exactly
 those inputs; anything else (more rows, float32, autograd, another device) runs `F.linear` as before.
+
+The gain is the AMX Xeon's: on an AMD EPYC with `avx512_bf16` and no AMX the routed path is slower than
+`F.linear` (Qwen2.5-Coder-0.5B, one row: 0.7x) and its one-row product is not bitwise equal to it. So a
+model is routed only where `few_rows_pay()` holds, a CPU-feature rule: the CPU lists `amx_bf16`. Float32
+never takes the route, so its numbers do not depend on the rule.
 """
 
 from __future__ import annotations
 
 import types
+from functools import lru_cache
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["FEW_ROWS", "few_row_linear", "route_few_rows", "unroute_few_rows"]
+__all__ = ["FEW_ROWS", "cpu_flags", "few_row_linear", "few_rows_pay", "route_few_rows", "unroute_few_rows"]
 
 # above this many rows the two products round differently (and a prompt read is compute-bound anyway)
 FEW_ROWS = 32
+
+
+@lru_cache(maxsize=1)
+def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> frozenset[str]:
+    """The CPU's feature flags as Linux lists them (`flags : fpu ... amx_bf16`); empty where the file is
+    missing (another OS), which makes `few_rows_pay` fall back to plain `F.linear`."""
+    try:
+        text = Path(cpuinfo).read_text()
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "flags":
+            return frozenset(value.split())
+    return frozenset()
+
+
+def few_rows_pay() -> bool:
+    """Whether this CPU should route few bf16 rows (`route_few_rows`): only with AMX (`amx_bf16`), where
+    `W @ x^T` beat the oneDNN matmul behind `F.linear`; without it `F.linear` was the faster of the two."""
+    return "amx_bf16" in cpu_flags()
 
 
 def few_row_linear(self: nn.Linear, x: torch.Tensor) -> torch.Tensor:

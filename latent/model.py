@@ -18,7 +18,7 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from latent.cpu_gemv import route_few_rows
+from latent.cpu_gemv import few_rows_pay, route_few_rows
 from latent.hooks import Activations, capture_layers, steer_layer
 from latent.kv_cache import layer_tensors, new_cache
 from latent.masks import positional_masks, window_spec
@@ -125,8 +125,8 @@ class LatentModel:
         self._active_mask: torch.Tensor | None = None
         # read a padded batch in groups of similar length on CPU (`prefill`); False: always in one go
         self.group_pads = True
-        if self.device.type == "cpu" and self.dtype == torch.bfloat16:
-            route_few_rows(hf)  # few bf16 rows (latent steps, decoding) as W @ x^T: same numbers, faster
+        if self.device.type == "cpu" and self.dtype == torch.bfloat16 and few_rows_pay():
+            route_few_rows(hf)  # few bf16 rows as W @ x^T: faster with AMX only (latent.cpu_gemv)
         # transformers renamed `past_key_values` to `cache` (5.2x); 5.19 silently ignores `cache=`.
         params = inspect.signature(self._backbone.forward).parameters
         self._cache_kw = "cache" if "cache" in params else "past_key_values"

@@ -1,12 +1,23 @@
 """Few bf16 rows as `W @ x^T` (`latent.cpu_gemv`): the same numbers as `F.linear`, taken only for up to
-`FEW_ROWS` bf16 CPU rows without autograd, and routed on bf16 CPU models only."""
+`FEW_ROWS` bf16 CPU rows without autograd, and routed on bf16 CPU models of AMX CPUs only."""
 
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from latent.cpu_gemv import FEW_ROWS, few_row_linear, route_few_rows, unroute_few_rows
+from latent import cpu_gemv
+from latent.cpu_gemv import (
+    FEW_ROWS,
+    cpu_flags,
+    few_row_linear,
+    few_rows_pay,
+    route_few_rows,
+    unroute_few_rows,
+)
+
+AMX_XEON = frozenset("avx512f avx512_bf16 amx_bf16 amx_tile amx_int8".split())
+EPYC = frozenset("avx512f avx512_bf16 avx512_vnni".split())  # bf16 in AVX-512, no AMX
 
 
 def _counting(monkeypatch, name: str) -> list[int]:
@@ -100,13 +111,41 @@ def test_route_skips_subclasses_and_is_idempotent():
     assert not any("forward" in mod.__dict__ for mod in model.modules())
 
 
+def test_cpu_flags_reads_the_flags_line_and_is_empty_without_cpuinfo(tmp_path):
+    """The flags come from /proc/cpuinfo's `flags` line; no such file (another OS) means no flags."""
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu avx512f avx512_bf16\n\n")
+    assert cpu_flags.__wrapped__(str(info)) == {"fpu", "avx512f", "avx512_bf16"}
+    assert cpu_flags.__wrapped__(str(tmp_path / "missing")) == frozenset()
+
+
+@pytest.mark.parametrize("flags, routed", [(AMX_XEON, True), (EPYC, False), (frozenset(), False)])
+def test_few_rows_pay_only_with_amx(flags, routed, monkeypatch):
+    """The rule: route with `amx_bf16`; avx512_bf16 alone (AMD EPYC) or unknown flags keep `F.linear`."""
+    monkeypatch.setattr(cpu_gemv, "cpu_flags", lambda: flags)
+    assert few_rows_pay() is routed
+
+
+@pytest.mark.parametrize("flags", [EPYC, frozenset()])
+def test_bf16_model_without_amx_keeps_linear(flags, tmp_path, monkeypatch):
+    """A bf16 CPU model on a CPU without AMX runs plain `F.linear`: no linear is routed."""
+    from latent import load_model
+    from latent.testing import tiny_model
+
+    monkeypatch.setattr(cpu_gemv, "cpu_flags", lambda: flags)
+    tiny_model("llama", tmp_path, hidden_size=96)
+    m = load_model(str(tmp_path), dtype="bfloat16", device="cpu")
+    assert not any("forward" in mod.__dict__ for mod in m.model.modules())
+
+
 @pytest.mark.parametrize("batch", [1, 3])
 def test_bf16_cpu_model_is_routed_with_the_same_thoughts(batch, tmp_path, monkeypatch):
-    """A bf16 LatentModel on a CPU routes its linears; thoughts and text match the unrouted model at batch 1
+    """A bf16 LatentModel on an AMX CPU routes its linears; thoughts and text match the unrouted model at batch 1
     (torch.mv) and at a padded batch of 3 (W @ x^T), and a float32 model is left alone."""
     from latent import load_model
     from latent.testing import tiny_model
 
+    monkeypatch.setattr(cpu_gemv, "cpu_flags", lambda: AMX_XEON)  # the rule routes on AMX CPUs
     tiny_model("llama", tmp_path, hidden_size=96)
     m = load_model(str(tmp_path), dtype="bfloat16", device="cpu")
     routed = [mod for mod in m.model.modules() if "forward" in mod.__dict__]

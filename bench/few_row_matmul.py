@@ -2,12 +2,14 @@
 
     python bench/few_row_matmul.py --model smollm2-135m-instruct --batches 1,16 --repeats 6
 
-A bf16 `LatentModel` on a CPU computes up to `FEW_ROWS` rows (latent steps, decoding) as `W @ x^T`
-(one row: `torch.mv`), which is faster there than the oneDNN matmul behind `F.linear(x, W)`. Both
-settings run interleaved in one process on the same rg:gsm_symbolic planner prompts: the prompt read,
-k latent steps, then a greedy decode; thoughts and tokens of the two are compared bitwise. A
-microbenchmark first times the rows through matrices of the model's decoder-layer shapes (random
-weights): `F.linear` in float32 and bfloat16, the routed path in bfloat16.
+A bf16 `LatentModel` on a CPU with AMX computes up to `FEW_ROWS` rows (latent steps, decoding) as
+`W @ x^T` (one row: `torch.mv`), which is faster there than the oneDNN matmul behind `F.linear(x, W)`;
+elsewhere it runs `F.linear` (`latent.cpu_gemv.few_rows_pay`, a CPU-feature rule). This bench runs
+both paths whatever the rule says, and our float32 model beside them, interleaved in one process on
+the same rg:gsm_symbolic planner prompts: the prompt read, k latent steps, then a greedy decode; the
+bf16 thoughts and tokens of the two paths are compared bitwise. A microbenchmark first times the rows
+through matrices of the model's decoder-layer shapes (random weights): `F.linear` in float32 and
+bfloat16, the routed path in bfloat16. The header names the CPU flags the rule reads and its choice.
 """
 
 from __future__ import annotations
@@ -98,6 +100,15 @@ def matmul_ms(weights: list, rows: int, routed: bool, repeats: int) -> float:
     return 1000 * statistics.median(times)
 
 
+def _median(runs: dict, part: str, key: bool | None) -> float:
+    return statistics.median(x[part] for x in runs[key])
+
+
+def _ratio(runs: dict, part: str, num: bool | None, den: bool | None) -> float:
+    """Median over repetitions of `num`'s time / `den`'s time (pairs timed in the same repetition)."""
+    return statistics.median(x[part] / y[part] for x, y in zip(runs[num], runs[den]))
+
+
 def run(ns: argparse.Namespace) -> int:
     args = config_from_args(FewRowMatmulBench, ns)
     import torch
@@ -106,7 +117,7 @@ def run(ns: argparse.Namespace) -> int:
     from agents.prompts import PromptSet, plain_prompt
     from eval.tasks import load_task
     from latent import load_model
-    from latent.cpu_gemv import FEW_ROWS, route_few_rows, unroute_few_rows
+    from latent.cpu_gemv import FEW_ROWS, cpu_flags, few_rows_pay, route_few_rows, unroute_few_rows
     from latent.memory import WorkingMemory
 
     batches = [int(b) for b in args.batches.split(",")]
@@ -120,6 +131,10 @@ def run(ns: argparse.Namespace) -> int:
     if m.device.type != "cpu":
         print("few_row_matmul: skipped: the few-row path is for CPUs only", file=sys.stderr)
         return 2
+    flags = cpu_flags()
+    has = ", ".join(f"{f} {'yes' if f in flags else 'no'}" for f in ("avx512_bf16", "amx_bf16"))
+    print(f"CPU flags: {has}; the rule (few_rows_pay) picks {'routed' if few_rows_pay() else 'F.linear'}")
+    m32 = load_model(args.model, dtype=torch.float32)
     text = m.config.get_text_config(decoder=True)
     with torch.no_grad():
         w32, w16 = layer_matrices(text, torch.float32), layer_matrices(text, torch.bfloat16)
@@ -138,10 +153,11 @@ def run(ns: argparse.Namespace) -> int:
     prompts = PromptSet.load("default")
     print(
         f"\n{args.model}, bfloat16, {args.steps} latent steps, {args.new_tokens} decoded tokens, "
-        f"{args.threads} thread(s), {args.repeats} interleaved repeats"
+        f"{args.threads} thread(s), {args.repeats} interleaved repeats; float32: our float32 model"
     )
     print(
-        f"{'batch':>5} | {'part':<26} | {'F.linear s':>10} | {'routed s':>8} | {'F.linear / routed':>17} | range"
+        f"{'batch':>5} | {'part':<26} | {'F.linear s':>10} | {'routed s':>8} | {'F.linear / routed':>17} | "
+        f"{'range':>9} | {'float32 s':>9} | {'float32 / F.linear':>18} | {'float32 / routed':>16}"
     )
     for b in batches:
         msgs = [prompts.messages("planner", it.question) for it in items[:b]]
@@ -150,14 +166,17 @@ def run(ns: argparse.Namespace) -> int:
         else:
             enc = m.encode(msgs)
 
-        def one(routed: bool, enc=enc) -> dict:
-            (route_few_rows if routed else unroute_few_rows)(m.model)
-            mem = WorkingMemory(m)
+        def one(routed: bool | None, enc=enc) -> dict:
+            """One timed run: bf16 routed (True), bf16 `F.linear` (False) or our float32 model (None)."""
+            model = m32 if routed is None else m
+            if routed is not None:
+                (route_few_rows if routed else unroute_few_rows)(m.model)
+            mem = WorkingMemory(model)
             t0 = time.perf_counter()
             st, pid = mem.write_tokens("planner", "prompt", enc["input_ids"], enc["attention_mask"], None, [])
             st, lid = mem.write_latent("planner", st, args.steps, [pid], owned=True)
             t1 = time.perf_counter()
-            g = m.generate(state=st, max_new_tokens=args.new_tokens, eos_token_id=[])  # every token decoded
+            g = model.generate(state=st, max_new_tokens=args.new_tokens, eos_token_id=[])  # all decoded
             t2 = time.perf_counter()
             return {
                 "loop": t1 - t0,
@@ -166,19 +185,21 @@ def run(ns: argparse.Namespace) -> int:
                 "tokens": g.tokens,
             }
 
-        one(True), one(False)
-        runs: dict[bool, list[dict]] = {True: [], False: []}
+        one(True), one(False), one(None)
+        runs: dict[bool | None, list[dict]] = {True: [], False: [], None: []}
         for r in range(args.repeats):
-            for routed in (True, False) if r % 2 == 0 else (False, True):
+            for routed in (True, False, None) if r % 2 == 0 else (None, False, True):
                 runs[routed].append(one(routed))
-        route_few_rows(m.model)
+        (route_few_rows if few_rows_pay() else unroute_few_rows)(m.model)  # back to what the rule picks
         a, c = runs[True][-1], runs[False][-1]
         for part, label in (("loop", "prompt read + latent steps"), ("decode", "decode")):
+            med = partial(_median, runs, part)
+            ratio = partial(_ratio, runs, part)
             ratios = [y[part] / x[part] for x, y in zip(runs[True], runs[False])]
             print(
-                f"{b:>5} | {label:<26} | {statistics.median(y[part] for y in runs[False]):>10.3f} | "
-                f"{statistics.median(x[part] for x in runs[True]):>8.3f} | {statistics.median(ratios):>17.2f} | "
-                f"{min(ratios):.2f}-{max(ratios):.2f}"
+                f"{b:>5} | {label:<26} | {med(False):>10.3f} | {med(True):>8.3f} | {statistics.median(ratios):>17.2f} | "
+                f"{min(ratios):.2f}-{max(ratios):.2f} | {med(None):>9.3f} | {ratio(None, False):>18.2f} | "
+                f"{ratio(None, True):>16.2f}"
             )
         print(
             f"{b:>5} | thoughts bitwise equal: {torch.equal(a['thoughts'], c['thoughts'])}; decoded tokens "

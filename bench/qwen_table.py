@@ -163,6 +163,8 @@ def _cell_rows(name: str, cell: Cell, runs: Path) -> dict | None:
             r["agents"][-1]["output_tokens"] for r in records if r["method"] == m["method"] and r["agents"]
         ]
         m["short_final_answers"] = sum(n < SHORT for n in finals)
+        # ... and running to the token budget (loops and repeated words, read off the dev outputs)
+        m["final_answers_at_budget"] = sum(n >= cell.settings()["max_new_tokens"] for n in finals)
     if "latent_mas" in cell.methods and "," in cell.methods:
         for other in ("text_mas", "single"):
             if other in cell.methods:
@@ -205,7 +207,6 @@ def _verdicts(row: dict) -> list[str]:
 
 
 def _markdown(rows: list[dict], machine: str) -> str:
-    from eval.report import paired_counts
 
     lines = ["# The LatentMAS main table on Qwen2.5-Coder-0.5B/1.5B-Instruct", "", f"Machine: {machine}.", ""]
     lines += [
@@ -215,8 +216,9 @@ def _markdown(rows: list[dict], machine: str) -> str:
         "",
     ]
     lines += [
-        f"| cell | method | n | accuracy [95% Wilson] | output tokens | final answers < {SHORT} tokens | s / item |",
-        "|---|---|---|---|---|---|---|",
+        f"| cell | method | n | accuracy [95% Wilson] | output tokens | final answers < {SHORT} tokens "
+        "| final answers at the budget | s / item |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     main = [r for r in rows if not CELLS[r["cell"]].control_of and not CELLS[r["cell"]].dev]
     for r in main + [r for r in rows if CELLS[r["cell"]].dev]:
@@ -224,7 +226,8 @@ def _markdown(rows: list[dict], machine: str) -> str:
             acc = f"{m['accuracy']:.1%} [{m['ci_low']:.1%}, {m['ci_high']:.1%}]"
             lines.append(
                 f"| {r['cell']} | {m['method']} | {m['n']} | {acc} | {m['output_tokens']:.0f} | "
-                f"{m['short_final_answers']} | {m['seconds_per_item']:.2f} |"
+                f"{m['short_final_answers']} | {m.get('final_answers_at_budget', '-')} | "
+                f"{m['seconds_per_item']:.2f} |"
             )
     for r in main:
         done = min(m["n"] for m in r["methods"])
@@ -240,27 +243,36 @@ def _markdown(rows: list[dict], machine: str) -> str:
     if controls:
         lines += [
             "",
-            "## Controls (latent_mas only, paired with the main cell's latent_mas on the same items)",
+            "## Controls (latent_mas only, paired with the main cell's latent_mas on the items both ran)",
             "",
+            f"| control | n | accuracy [95% Wilson] | main latent_mas on the same items | output tokens | "
+            f"final answers < {SHORT} tokens | at the budget | only main / only control, exact p |",
+            "|---|---|---|---|---|---|---|---|",
         ]
-        lines += [
-            "| control | n | accuracy [95% Wilson] | output tokens | vs main latent_mas (only main / only control, p) |"
-        ]
-        lines += ["|---|---|---|---|---|"]
         by_name = {r["cell"]: r for r in rows}
         for r in controls:
             m = r["methods"][0]
-            ref = by_name.get(CELLS[r["cell"]].control_of)
-            paired = "main cell not run"
-            if ref:
-                recs = [{**x, "method": "main"} for x in ref["records"] if x["method"] == "latent_mas"]
-                pc = paired_counts(recs + r["records"], "main", "latent_mas")
-                paired = f"{pc['only_main']} / {pc['only_latent_mas']}, p = {pc['p_mcnemar']:.3g}"
-            acc = f"{m['accuracy']:.1%} [{m['ci_low']:.1%}, {m['ci_high']:.1%}]"
-            lines.append(
-                f"| {r['cell']} | {m['n']} | {acc} | {m['output_tokens']:.0f} | {m['short_final_answers']} | {paired} |"
-            )
+            lines.append(f"| {r['cell']} | " + _control_cells(m, r, by_name.get(CELLS[r["cell"]].control_of)))
     return "\n".join(lines) + "\n"
+
+
+def _control_cells(m: dict, row: dict, main: dict | None) -> str:
+    """A control row's cells after its name, paired with the main cell's latent_mas on shared items."""
+    from eval.report import paired_counts, wilson
+
+    acc = f"{m['accuracy']:.1%} [{m['ci_low']:.1%}, {m['ci_high']:.1%}]"
+    same, paired = "main cell not run", "-"
+    if main:
+        recs = [{**x, "method": "main"} for x in main["records"] if x["method"] == "latent_mas"]
+        pc = paired_counts(recs + row["records"], "main", "latent_mas")
+        k = pc["both_right"] + pc["only_main"]
+        lo, hi = wilson(k, pc["n"]) if pc["n"] else (0.0, 0.0)
+        same = f"{k}/{pc['n']} = {k / max(pc['n'], 1):.1%} [{lo:.1%}, {hi:.1%}]"
+        paired = f"{pc['only_main']} / {pc['only_latent_mas']}, p = {pc['p_mcnemar']:.3g}"
+    return (
+        f"{m['n']} | {acc} | {same} | {m['output_tokens']:.0f} | {m['short_final_answers']} | "
+        f"{m.get('final_answers_at_budget', '-')} | {paired} |"
+    )
 
 
 def _plot(rows: list[dict], path: Path) -> None:

@@ -57,6 +57,66 @@ def test_report_archive_and_restore(tmp_path, monkeypatch):
     assert (fresh / "toy-arith-seq" / "manifest.json").read_text() == "kept"
 
 
+def test_control_rows_pair_with_the_main_cell_on_shared_items(tmp_path, monkeypatch):
+    from agents.config import RunConfig
+    from eval.runner import EvalConfig, evaluate
+
+    qt = _load()
+    main = qt.Cell("builtin:arith-mini", "arith")
+    control = qt.Cell(
+        "builtin:arith-mini", "arith", methods="latent_mas", control_of="toy", flags=(("thoughts", "random"),)
+    )
+    monkeypatch.setattr(qt, "CELLS", {"toy": main, "toy-thoughts-random": control})
+    monkeypatch.setitem(qt.LIMIT, "arith", 12)
+    runs = tmp_path / "runs"
+    evaluate(EvalConfig(task="arith", limit=12, out=str(runs / "toy"), progress=False))
+    control_run = RunConfig(thoughts="random")
+    out = str(runs / "toy-thoughts-random")
+    evaluate(
+        EvalConfig(task="arith", limit=8, methods=["latent_mas"], run=control_run, out=out, progress=False)
+    )
+    assert qt.report(runs, tmp_path / "report") == 0
+    payload = json.loads((tmp_path / "report" / "report.json").read_text())
+    rows = {r["cell"]: r for r in payload["cells"]}
+    ctrl_items = {r["item_id"]: r["correct"] for r in rows["toy-thoughts-random"]["records"]}
+    main_items = {r["item_id"]: r["correct"] for r in rows["toy"]["records"] if r["method"] == "latent_mas"}
+    assert len(ctrl_items) == 8
+    k = sum(main_items[i] for i in ctrl_items)  # the main cell's latent_mas, on the control's 8 items only
+    line = next(
+        x
+        for x in (tmp_path / "report" / "report.md").read_text().splitlines()
+        if x.startswith("| toy-thoughts")
+    )
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[1] == "8" and cells[3].startswith(f"{k}/8 = ")
+    only_main = sum(main_items[i] and not ctrl_items[i] for i in ctrl_items)
+    only_ctrl = sum(ctrl_items[i] and not main_items[i] for i in ctrl_items)
+    assert cells[7].startswith(f"{only_main} / {only_ctrl}, p = ")
+
+
+def test_control_cells_count_the_main_cell_on_the_controls_items_only():
+    qt = _load()
+
+    def recs(method, outcomes):
+        return [{"item_id": i, "method": method, "correct": c} for i, c in outcomes.items()]
+
+    main = {
+        "records": recs("latent_mas", {"a": 1, "b": 1, "c": 1, "d": 0, "e": 1}) + recs("single", {"a": 0})
+    }
+    control = {"records": recs("latent_mas", {"a": 0, "b": 0, "c": 1, "d": 1})}  # "e" not run yet
+    m = {
+        "n": 4,
+        "accuracy": 0.5,
+        "ci_low": 0.15,
+        "ci_high": 0.85,
+        "output_tokens": 9,
+        "short_final_answers": 1,
+    }
+    cells = [c.strip() for c in qt._control_cells(m, control, main).strip("|").split("|")]
+    assert cells[2].startswith("3/4 = 75.0%")  # a, b, c right in the main cell; e is not shared
+    assert cells[6].startswith("2 / 1, p = ")  # only main: a, b; only the control: d
+
+
 def test_exact_mcnemar_equals_scipys_two_sided_binomial_test():
     from scipy.stats import binomtest
 

@@ -4,6 +4,7 @@ build its flags and validate a run before anything heavy is imported."""
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
 METHODS = ("single", "text_mas", "latent_mas")
@@ -14,6 +15,10 @@ THOUGHTS = ("real", "random", "other", "mean")
 # The paper sweeps 0-80 latent steps and the authors' released run script used 20 ("20-40 works well");
 # 0 would silently discard all upstream memory, so it is never the default. Tune per task.
 DEFAULT_LATENT_STEPS = 20
+# Qwen3's model card asks for 32,768 new tokens when it thinks; 1,024 keeps a batch affordable and still
+# lets short reasoning finish. A thinking agent decodes up to this plus `max_new_tokens`.
+DEFAULT_THINKING_BUDGET = 1024
+_CUDA_LIST = re.compile(r"cuda(:\d+)?(,cuda:\d+)*")
 
 
 def default_threads() -> int:
@@ -46,7 +51,9 @@ class RunConfig:
         },
     )
     # Decoding (final agent; also every agent of text_mas)
-    max_new_tokens: int = field(default=256, metadata={"help": "decode budget per decoding agent"})
+    max_new_tokens: int = field(
+        default=256, metadata={"help": "decode budget per decoding agent (its answer, after any thinking)"}
+    )
     do_sample: bool = field(default=False, metadata={"help": "sample instead of greedy"})
     temperature: float = field(default=0.6, metadata={"help": "sampling temperature"})
     top_p: float = field(default=0.95, metadata={"help": "nucleus sampling"})
@@ -68,6 +75,41 @@ class RunConfig:
         },
     )
     progress: bool = field(default=False, metadata={"help": "progress bar over batches"})
+    # Thinking models (chat templates with a <think> block, e.g. Qwen3)
+    enable_thinking: bool | None = field(
+        default=None,
+        metadata={
+            "help": "the chat template's thinking switch (Qwen3): --enable-thinking / --no-enable-thinking; "
+            "default: the template's own (Qwen3 thinks)"
+        },
+    )
+    thinking_budget: int = field(
+        default=DEFAULT_THINKING_BUDGET,
+        metadata={
+            "help": "tokens a decoding agent may think before </think> is forced; a thinking agent decodes "
+            "up to this plus --max-new-tokens"
+        },
+    )
+    # vLLM engine (backend='vllm'); the HF model doing the latent work stays where it was loaded
+    vllm_gpu_memory_utilization: float | None = field(
+        default=None,
+        metadata={
+            "help": "share of the GPU's memory vLLM may claim",
+            "default_help": "0.9 on a GPU of its own; on the HF model's GPU half of what is free at start",
+        },
+    )
+    vllm_device: str | None = field(
+        default=None,
+        metadata={
+            "help": "GPU(s) for the vLLM engine, e.g. cuda:1 (one per tensor-parallel rank: cuda:1,cuda:2); "
+            "default: the HF model's device"
+        },
+    )
+    vllm_tensor_parallel_size: int = field(default=1, metadata={"help": "GPUs vLLM shards the model over"})
+    vllm_enforce_eager: bool | None = field(
+        default=None,
+        metadata={"help": "disable CUDA graphs in vLLM; default: only on a CPU, where they do not apply"},
+    )
 
     def __post_init__(self) -> None:
         problems = []
@@ -91,5 +133,46 @@ class RunConfig:
             problems.append(f"`inspect_latents` must be >= 0, got {self.inspect_latents}")
         if self.threads is not None and self.threads < 1:
             problems.append(f"`threads` must be >= 1, got {self.threads}")
+        if not isinstance(self.thinking_budget, int) or self.thinking_budget < 1:
+            problems.append(f"`thinking_budget` must be an integer >= 1, got {self.thinking_budget!r}")
+        problems += self._vllm_problems()
         if problems:
             raise ValueError("invalid RunConfig: " + "; ".join(problems) + ".")
+
+    def _vllm_problems(self) -> list[str]:
+        """The vLLM engine settings, checked before anything loads."""
+        problems = []
+        util = self.vllm_gpu_memory_utilization
+        if util is not None and not 0 < util <= 1:
+            problems.append(f"`vllm_gpu_memory_utilization` must be in (0, 1], got {util}; e.g. 0.45")
+        if not isinstance(self.vllm_tensor_parallel_size, int) or self.vllm_tensor_parallel_size < 1:
+            problems.append(
+                f"`vllm_tensor_parallel_size` must be an integer >= 1, got {self.vllm_tensor_parallel_size!r}"
+            )
+        if self.vllm_device is not None:
+            devices = self.vllm_device.split(",")
+            if not _CUDA_LIST.fullmatch(self.vllm_device) or (len(devices) > 1 and "cuda" in devices):
+                problems.append(
+                    f"`vllm_device` must be cuda, cuda:N or a list cuda:N,cuda:M, got {self.vllm_device!r}"
+                )
+            elif len(devices) > 1 and len(devices) != self.vllm_tensor_parallel_size:
+                problems.append(
+                    f"`vllm_device` lists {len(devices)} GPUs but `vllm_tensor_parallel_size` is "
+                    f"{self.vllm_tensor_parallel_size}; list one GPU per rank or set --vllm-tensor-parallel-size"
+                )
+        given = [
+            name
+            for name, default in (
+                ("vllm_gpu_memory_utilization", None),
+                ("vllm_device", None),
+                ("vllm_tensor_parallel_size", 1),
+                ("vllm_enforce_eager", None),
+            )
+            if getattr(self, name) != default
+        ]
+        if given and self.backend != "vllm":
+            problems.append(
+                f"{', '.join(f'`{g}`' for g in given)} set the vLLM engine, which backend={self.backend!r} does "
+                "not start; pass --backend vllm or drop them"
+            )
+        return problems

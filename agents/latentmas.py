@@ -30,6 +30,7 @@ from latent.memory import WorkingMemory
 from latent.model import LatentModel
 from latent.realign import RandomThoughts
 from latent.state import LatentState
+from latent.thinking import ThinkingBudget, template_thinks, think_ids
 
 logger = logging.getLogger(__name__)
 
@@ -103,7 +104,8 @@ def run(
         batches = tqdm(batches, desc=f"{cfg.method}/{g.name}", unit="batch")
     for i, start in enumerate(batches):
         chunk = questions[start : start + cfg.batch_size]
-        gen = torch.Generator().manual_seed(cfg.seed + i) if cfg.do_sample else None
+        # on the final agent's device, so sampling draws there (a CPU generator would copy B x V per step)
+        gen = torch.Generator(models[g.final].device).manual_seed(cfg.seed + i) if cfg.do_sample else None
         part = {a: rows[start : start + cfg.batch_size] for a, rows in routed.items()}
         results.extend(_run_batch(g, models, chunk, cfg, prompts, gen, decoder, part))
     return results
@@ -314,7 +316,9 @@ def _write_prompt(
 ) -> None:
     """Step 2: the agent's own prompt, written after the memory it reads (latent_mas) or alone.
     `ablate` ("other" or "mean"): the memory read is another row's, or the batch mean (controls)."""
-    enc = step.model.encode(_messages(step, prompts, batch, in_memory))
+    enc = step.model.encode(
+        _messages(step, prompts, batch, in_memory), chat_template_kwargs=_template_kwargs(cfg)
+    )
     state = batch.memory.state_for(step.visible, step.model) if cfg.method == "latent_mas" else None
     if state is not None and ablate == "other":
         state = state.select_rows(derangement(batch.size, cfg.seed))
@@ -357,14 +361,16 @@ def _decode(
         # a state no later agent reads is decoded in place (the memory stops holding it); one whose text
         # goes into the memory must keep its prompt state for that write
         state = step.state if writes_text else batch.memory.release(step.state)
+        budget = thinking_budget(step.model, cfg)
         out = step.model.generate(
             state=state,
             in_place=not writes_text,
-            max_new_tokens=cfg.max_new_tokens,
+            max_new_tokens=cfg.max_new_tokens + (budget.budget if budget else 0),
             do_sample=cfg.do_sample,
             temperature=cfg.temperature,
             top_p=cfg.top_p,
             generator=gen,
+            logits_processor=[budget] if budget else (),
         )
         texts, lengths = out.texts, out.lengths.tolist()
     step.record("output_tokens", [int(n) for n in lengths])
@@ -401,6 +407,19 @@ def _finish(step: AgentStep, batch: _Batch) -> None:
     """Step 4: what the agent's state holds for its successors, and its share of the batch's time."""
     batch.holds[step.name] = step.own
     step.record("wall_s", [(time.perf_counter() - step.started) / batch.size] * batch.size)
+
+
+def _template_kwargs(cfg: RunConfig) -> dict | None:
+    """What the chat template is told: the thinking switch, when the run sets it."""
+    return None if cfg.enable_thinking is None else {"enable_thinking": cfg.enable_thinking}
+
+
+def thinking_budget(model: LatentModel, cfg: RunConfig) -> ThinkingBudget | None:
+    """The budget processor of a decoding agent whose answers open with a `<think>` block (None when they
+    do not): it thinks up to `thinking_budget` tokens, then has `max_new_tokens` for the answer."""
+    if not template_thinks(model.tokenizer, cfg.enable_thinking):
+        return None
+    return ThinkingBudget(*think_ids(model.tokenizer), cfg.thinking_budget)
 
 
 def _left_align(tokens: torch.Tensor, lengths: torch.Tensor, pad: int) -> tuple[torch.Tensor, torch.Tensor]:

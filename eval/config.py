@@ -14,9 +14,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agents.config import METHODS, RunConfig
+from agents.config import DEFAULT_THINKING_BUDGET, METHODS, RunConfig
 
 DTYPES = ("float32", "bfloat16", "float16")
+DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
 REALIGN = ("ridge", "identity")
 _DTYPE_ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "half": "float16"}
 GENERATED_TASKS = ("arith", "rg:")  # tasks made by a generator: `data` has no meaning for them
@@ -81,6 +82,20 @@ class EvalConfig:
     run: RunConfig = field(default_factory=RunConfig)
     dtype: str | None = field(default=None, metadata={"help": "float32 | bfloat16 | float16"})
     device: str | None = field(default=None, metadata={"help": "cpu | cuda | cuda:N | mps"})
+    device_map: str | None = field(
+        default=None,
+        metadata={
+            "help": "spread the model's layers over several GPUs (instead of --device)",
+            "choices": DEVICE_MAPS,
+        },
+    )
+    attn_implementation: str | None = field(
+        default=None,
+        metadata={
+            "help": "sdpa | eager | flash_attention_2 | ... (default: transformers' sdpa); flash attention is "
+            "refused for sliding-window models"
+        },
+    )
     realign: str = field(
         default="ridge",
         metadata={
@@ -146,6 +161,13 @@ class EvalConfig:
             problems.append(f"`realign` must be one of {', '.join(REALIGN)}, got {self.realign!r}")
         if self.device is not None and not re.fullmatch(r"cpu|mps|cuda(:\d+)?", self.device):
             problems.append(f"`device` must be cpu, cuda, cuda:N or mps, got {self.device!r}")
+        if self.device_map is not None and self.device is not None:
+            problems.append("pass --device (one device) or --device-map (layers over several), not both")
+        from latent.attention import attention_problem
+
+        attention = attention_problem(self.attn_implementation, device=self.device)
+        if attention:
+            problems.append(attention)
         if self.resume and self.overwrite:
             problems.append("pass --resume (continue the run in --out) or --overwrite (replace it), not both")
         if self.resume and self.out is None:
@@ -230,4 +252,8 @@ class EvalConfig:
         ident["graph_edges"] = Graph.resolve(self.graph).edge_list()
         if self.realign != "ridge":  # absent from runs made before the option existed, which used ridge
             ident["realign"] = self.realign
+        if self.run.enable_thinking is not None:  # likewise: runs made before left the template's default
+            ident["enable_thinking"] = self.run.enable_thinking
+        if self.run.thinking_budget != DEFAULT_THINKING_BUDGET:
+            ident["thinking_budget"] = self.run.thinking_budget
         return ident | {k: getattr(self.run, k) for k in RUN_IDENTITY_FIELDS}

@@ -378,7 +378,14 @@ def evaluate(cfg: EvalConfig) -> Path:
         import torch
 
         torch.set_num_threads(cfg.run.threads)
-    model = load_model(cfg.model, dtype=cfg.dtype, device=cfg.device, realign=cfg.realign)
+    model = load_model(
+        cfg.model,
+        dtype=cfg.dtype,
+        device=cfg.device,
+        realign=cfg.realign,
+        attn_implementation=cfg.attn_implementation,
+        device_map=cfg.device_map,
+    )
     if not existing and rank == 0:
         if cfg.overwrite and out.is_dir():
             _clear_run(out)

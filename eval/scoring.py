@@ -40,6 +40,7 @@ from eval.code_verdict import (
 from eval.number_words import words_to_number
 from eval.symbolic import symbolic_equal
 from eval.tasks import Item
+from latent.thinking import strip_thinking
 
 __all__ = [
     "MAX_OUTPUT_CHARS",
@@ -703,7 +704,8 @@ def score(item: Item, text: str, sandbox_timeout: float = 10.0) -> Score:
             f"the output is too long to score ({len(text):,} characters; at most {MAX_OUTPUT_CHARS:,})",
         )
     try:
-        return _score(item, _clean_text(text), sandbox_timeout)
+        # a thinking model's answer is what follows its <think> block (Qwen3)
+        return _score(item, strip_thinking(_clean_text(text)), sandbox_timeout)
     except SandboxImportError:
         raise  # the machine cannot score code at all: stop, rather than score every item wrong
     except Exception as e:  # noqa: BLE001 - one odd item must never abort a run

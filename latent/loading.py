@@ -50,6 +50,9 @@ def resolve_model_path(name_or_path: str) -> str:
     local = cache_dir() / "models" / name_or_path
     if "/" not in name_or_path and any((local / f).is_file() for f in ("config.json", "adapter_config.json")):
         return str(local)  # a model saved into the cache under a name (e.g. by `latentworks finetune`)
+    shipped = BUILTIN_DIR / name_or_path  # a trained channel (adapter) shipped with latentworks
+    if "/" not in name_or_path and (shipped / "adapter_config.json").is_file():
+        return str(shipped)
     looks_local = (
         name_or_path.startswith((".", "/", "~")) or os.sep in name_or_path.strip("/").split("/", 1)[-1]
     )
@@ -183,6 +186,7 @@ def load_model(
     realign_lambda: float = 1e-5,
     attn_implementation: str | None = None,
     trust_remote_code: bool = False,
+    device_map: str | dict | None = None,
 ) -> LatentModel:
     """Load a causal LM + tokenizer as a `LatentModel`.
 
@@ -196,11 +200,19 @@ def load_model(
         device (`str`, *optional*): "cpu", "cuda", "cuda:1"; default CUDA when available.
         realign (`str` or callable, defaults to "ridge"): "ridge", "identity", your own aligner (e.g. a
             trained `TrainableAligner`), or the path of an aligner file written by `TrainableAligner.save`.
+        attn_implementation (`str`, *optional*): "sdpa" (transformers' default), "eager",
+            "flash_attention_2", ...; checked before the weights load (flash attention cannot take the
+            4-D masks of sliding-window models, `latent.attention`).
+        device_map (`str` or `dict`, *optional*): spread the layers over several devices ("auto",
+            "balanced", or a module -> device dict, as transformers takes it); replaces `device`.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = resolve_model_path(name_or_path)
-    device = _device(device)
+    if device_map is not None and device is not None:
+        raise ValueError("pass `device` (one device) or `device_map` (layers over several), not both.")
+    device = _device(device) if device_map is None else torch.device("cpu")  # (the aligner file's device)
+    _check_attention(path, attn_implementation, None if device_map is not None else device, trust_remote_code)
     if realign == "ridge" and os.path.isfile(os.path.join(path, TRAINED_ALIGNER)):
         realign = os.path.join(
             path, TRAINED_ALIGNER
@@ -216,12 +228,15 @@ def load_model(
         path, kwargs["gguf_file"] = os.path.dirname(os.path.abspath(path)), os.path.basename(path)
     if attn_implementation:
         kwargs["attn_implementation"] = attn_implementation
+    if device_map is not None:
+        kwargs["device_map"] = device_map  # accelerate places each module and moves activations between them
     adapter = os.path.isfile(os.path.join(path, "adapter_config.json"))
     try:
-        if adapter:
-            from peft import AutoPeftModelForCausalLM
+        if adapter:  # its base as the adapter names it: a pulled or builtin: name, a hub id or a path
+            from peft import PeftConfig, PeftModel
 
-            model = AutoPeftModelForCausalLM.from_pretrained(path, **kwargs)
+            base = resolve_model_path(PeftConfig.from_pretrained(path).base_model_name_or_path)
+            model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base, **kwargs), path)
         else:
             model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
         tok_kwargs = {"gguf_file": kwargs["gguf_file"]} if "gguf_file" in kwargs else {}
@@ -242,5 +257,26 @@ def load_model(
             else "check the hub id or pass a local directory holding config.json + weights + tokenizer."
         )
         raise OSError(f"cannot load model {name_or_path!r}: {hint} ({str(err).splitlines()[0]})") from err
-    model.to(device)
+    if device_map is None:
+        model.to(device)
     return LatentModel(model, tokenizer, realign=realign, realign_lambda=realign_lambda)
+
+
+def _check_attention(
+    path: str, attn_implementation: str | None, device: torch.device | None, trust_remote_code: bool
+) -> None:
+    """Refuse an attention implementation the model cannot use, before its weights load (config only)."""
+    from latent.attention import attention_problem, is_flash
+    from latent.masks import window_spec
+
+    sliding = False
+    if is_flash(attn_implementation) and os.path.isdir(path):  # a hub id or GGUF file: checked once loaded
+        from transformers import AutoConfig
+
+        config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
+        sliding = window_spec(config.get_text_config(decoder=True)) is not None
+    why = attention_problem(
+        attn_implementation, sliding_window=sliding, device=None if device is None else str(device)
+    )
+    if why:
+        raise ValueError(why + ".")

@@ -38,6 +38,15 @@ def window_spec(config) -> WindowSpec | None:
     return None
 
 
+def check_attention(spec: WindowSpec | None, attn_implementation: str | None) -> None:
+    """Raise ValueError when the model's attention implementation cannot take the masks this model gets
+    (flash attention and the 4-D masks of sliding-window models, see `latent.attention`)."""
+    from latent.attention import attention_problem, is_flash
+
+    if spec is not None and is_flash(attn_implementation):
+        raise ValueError(attention_problem(attn_implementation, sliding_window=True) + ".")
+
+
 def positional_masks(
     spec: WindowSpec, key_mask: torch.Tensor, key_positions: torch.Tensor, t: int, dtype: torch.dtype
 ) -> dict[str, torch.Tensor] | torch.Tensor:

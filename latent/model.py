@@ -21,7 +21,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from latent.cpu_gemv import few_rows_pay, route_few_rows
 from latent.hooks import Activations, capture_layers, steer_layer
 from latent.kv_cache import layer_tensors, new_cache
-from latent.masks import positional_masks, window_spec
+from latent.masks import check_attention, positional_masks, window_spec
 from latent.realign import Aligner, Realigner
 from latent.state import LatentState
 
@@ -132,6 +132,7 @@ class LatentModel:
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
         text_config = hf.config.get_text_config(decoder=True)
         self._windows = window_spec(text_config)
+        check_attention(self._windows, getattr(hf.config, "_attn_implementation", None))
         self._max_positions = getattr(text_config, "max_position_embeddings", None)
 
     # ------------------------------------------------------------------ properties
@@ -201,11 +202,13 @@ class LatentModel:
         chat: bool = False,
         add_generation_prompt: bool = True,
         add_special_tokens: bool = False,
+        chat_template_kwargs: dict | None = None,
     ) -> dict[str, torch.Tensor]:
         """Tokenize a batch (left padding). `chat=True` (or message lists) applies the chat template.
 
         Plain strings get no special tokens by default, so a segment can continue a state; pass
-        `add_special_tokens=True` for text that starts a sequence on models that expect a BOS (Gemma)."""
+        `add_special_tokens=True` for text that starts a sequence on models that expect a BOS (Gemma).
+        `chat_template_kwargs` reach the template, e.g. `{"enable_thinking": False}` for Qwen3."""
         if isinstance(prompts, str) or not isinstance(prompts, Sequence):
             raise TypeError(
                 f"`prompts` must be a list of strings (or of message lists), got {type(prompts).__name__}: "
@@ -219,7 +222,10 @@ class LatentModel:
                 raise ValueError("this tokenizer has no chat template; pass plain strings with `chat=False`.")
             texts = [
                 self.tokenizer.apply_chat_template(
-                    m, tokenize=False, add_generation_prompt=add_generation_prompt
+                    m,
+                    tokenize=False,
+                    add_generation_prompt=add_generation_prompt,
+                    **(chat_template_kwargs or {}),
                 )
                 for m in msgs
             ]
@@ -242,9 +248,10 @@ class LatentModel:
 
     # ------------------------------------------------------------------ core forward
     def _forward(
-        self, embeds: torch.Tensor, mask: torch.Tensor, state: LatentState | None
+        self, embeds: torch.Tensor, mask: torch.Tensor, state: LatentState | None, check: bool = True
     ) -> tuple[torch.Tensor, LatentState]:
-        """Run `embeds` (B, t, D) with segment mask (B, t) after `state` (mutated: caller copies)."""
+        """Run `embeds` (B, t, D) with segment mask (B, t) after `state` (mutated: caller copies).
+        `check=False` skips the context check: loops that bounded their positions once before (`_near_limit`)."""
         b, t = mask.shape
         if state is None:
             cache = new_cache(self._hf)
@@ -257,7 +264,8 @@ class LatentModel:
             cache, past_mask, next_pos = state.cache, state.attention_mask, state.next_position
             past_pos = state.position_ids()
         positions = (next_pos[:, None] + mask.cumsum(1) - 1).clamp_min(0)  # (B, t); pads reuse a real id
-        self._check_context(next_pos + mask.sum(1))
+        if check:
+            self._check_context(next_pos + mask.sum(1))
         full_mask = torch.cat([past_mask, mask], dim=1)  # (B, T + t)
         full_pos = torch.cat([past_pos, positions], dim=1)
         attention = full_mask
@@ -283,6 +291,13 @@ class LatentModel:
             positions=full_pos,
         )
         return hidden, new_state
+
+    def _near_limit(self, next_position: torch.Tensor, steps: int) -> bool:
+        """Whether `steps` more positions per row could run past the context. Read once before a latent or
+        decode loop (one host read), so its steps check the context only when they may overflow: each check
+        reads the longest row back to the host, a synchronisation per step on an accelerator."""
+        limit = self._max_positions
+        return bool(limit) and next_position.numel() > 0 and int(next_position.max()) + steps > limit
 
     def _check_context(self, lengths: torch.Tensor) -> None:
         limit = self._max_positions
@@ -452,11 +467,12 @@ class LatentModel:
         b = st.batch_size
         thoughts, hiddens = [], []
         ones = torch.ones((b, 1), dtype=torch.long, device=self.device)
+        check = self._near_limit(st.next_position, steps)  # a step adds one position to every row
         for _ in range(steps):
             hiddens.append(st.last_hidden)
             e = align(st.last_hidden).to(self.dtype)  # (B, D)
             thoughts.append(e)
-            _, st = self._forward(e[:, None, :], ones, st)
+            _, st = self._forward(e[:, None, :], ones, st, check=check)
         d = self.hidden_size
         stack = (
             torch.stack(thoughts, 1)
@@ -470,7 +486,9 @@ class LatentModel:
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Next-token logits (..., V) from last-layer hidden states (..., D)."""
-        out = self._hf.get_output_embeddings()(hidden.to(self.dtype)).float()
+        head = self._hf.get_output_embeddings()
+        # (..., V) on the head's device, which `device_map` may put apart from the last layer's
+        out = head(hidden.to(device=head.weight.device, dtype=self.dtype)).float()
         cap = getattr(self.config, "final_logit_softcapping", None)
         if cap:
             out = torch.tanh(out / cap) * cap
@@ -532,30 +550,38 @@ class LatentModel:
         # the whole state back or logits processors index the full batch
         compact = not return_state and not logits_processor
         rows = torch.arange(b, device=self.device)  # the batch row of each row of `st`
+        check = self._near_limit(st.next_position, max_new_tokens)
+        # how often the loop reads back whether rows finished: every step on a CPU (free there), every
+        # `STOP_CHECK_EVERY` steps on an accelerator, where each read waits for the device to catch up
+        every = 1 if self.device.type == "cpu" else STOP_CHECK_EVERY
         n = 0
         for n in range(max_new_tokens):
             scores = self.logits(st.last_hidden)  # (B', V), B' = rows still in the batch
             for proc in logits_processor:
-                scores = proc(tokens[:, :n], scores)
-            nxt = self._pick(scores, do_sample, temperature, top_k, top_p, generator)
+                scores = proc(tokens[:, :n].to(scores.device), scores)
+            # the head may sit on another device than the embedding (`device_map`): tokens live with the latter
+            nxt = self._pick(scores, do_sample, temperature, top_k, top_p, generator).to(self.device)
             was_done = done[rows]
             nxt = torch.where(was_done, torch.full_like(nxt, pad), nxt)
             tokens[rows, n] = nxt
             lengths[rows] += (~was_done).long()
             going = ~(was_done | torch.isin(nxt, eos))  # rows of `st` that have not finished
             done[rows] = ~going
-            last = n + 1 == max_new_tokens or bool(done.all())
+            # finished rows were dropped only once done, so "all done" is "none of `st` going": one host read
+            alive = int(going.sum()) if (n + 1) % every == 0 else None
+            last = n + 1 == max_new_tokens or alive == 0
             if last and not return_state:
                 break
             live = (nxt != pad) | going  # rows still producing real tokens this step
-            if compact and _worth_dropping(int(going.sum()), len(rows)):
+            if compact and alive is not None and _worth_dropping(alive, len(rows)):
                 keep = going.nonzero().squeeze(1)
                 st = st.select_rows(keep, room=max_new_tokens - n - 1)  # the steps it may still append
                 rows, nxt, live = rows[keep], nxt[keep], live[keep]
-            _, st = self._forward(self.embed(nxt[:, None]), live.long()[:, None], st)
+            _, st = self._forward(self.embed(nxt[:, None]), live.long()[:, None], st, check=check)
             if last:
                 break
-        tokens = tokens[:, : n + 1]
+        # steps run after every row finished (between two reads) only add pad columns: cut them off
+        tokens = tokens[:, : n + 1] if every == 1 else tokens[:, : int(lengths.max())]
         texts = self.tokenizer.batch_decode(tokens, skip_special_tokens=True)
         return Generation(tokens=tokens, lengths=lengths, texts=texts, state=st if return_state else None)
 
@@ -597,7 +623,11 @@ class LatentModel:
             sorted_scores = sorted_scores.masked_fill(drop, float("-inf"))
             scores = torch.full_like(scores, float("-inf")).scatter(-1, order, sorted_scores)
         probs = scores.softmax(-1)
-        return torch.multinomial(probs.cpu(), 1, generator=gen).squeeze(-1).to(scores.device)
+        if gen is not None and gen.device != probs.device:
+            # a generator of another device (a CPU one for a GPU model) draws there: the same tokens as
+            # on that device, at the price of copying the (B, V) probabilities every step
+            return torch.multinomial(probs.to(gen.device), 1, generator=gen).squeeze(-1).to(scores.device)
+        return torch.multinomial(probs, 1, generator=gen).squeeze(-1)  # on the device: no copy, no wait
 
     # ------------------------------------------------------------------ hooks
     def layer_index(self, layer: int | str) -> int:
@@ -697,6 +727,10 @@ class LatentModel:
         head = self._hf.get_output_embeddings().weight
         return {"layers": layers, "lm_head": head.numel() * head.element_size()}
 
+
+STOP_CHECK_EVERY = 8
+"""Decode steps between two reads of "has every row finished?" on an accelerator. Each read waits for the
+device to finish the step; at most this many steps less one run after the last row ended (pads, dropped)."""
 
 GROUP_OVERHEAD = 24
 """Rows of compute one extra forward call costs on a CPU (it reads every weight once more): measured on

@@ -107,10 +107,12 @@ class Realigner:
         gram = torch.zeros((d, d), dtype=torch.float64, device=device)
         cross = torch.zeros((d, d), dtype=torch.float64, device=device)
         norm_sum = 0.0
+        # the embedding may sit on another device than the head (a model spread with `device_map`)
+        ids_device = next(input_embeddings.parameters(), w_out).device
         with torch.no_grad():
             for start in range(0, vocab, chunk):
-                ids = torch.arange(start, min(start + chunk, vocab), device=device)
-                rows_in = input_embeddings(ids[None])[0].double()  # (n, D) as the model feeds them
+                ids = torch.arange(start, min(start + chunk, vocab), device=ids_device)
+                rows_in = input_embeddings(ids[None])[0].to(device).double()  # (n, D) as the model feeds them
                 rows_out = w_out[start : start + chunk].double()
                 norm_sum += float(rows_in.norm(dim=-1).sum())
                 if method == "ridge":
@@ -122,7 +124,9 @@ class Realigner:
     def __call__(self, hidden: torch.Tensor) -> torch.Tensor:
         x = hidden.float()
         if self.matrix is not None:
-            x = x @ self.matrix.to(x.device)
+            if self.matrix.device != x.device:  # moved once, not every step (a model over several devices)
+                self.matrix = self.matrix.to(x.device)
+            x = x @ self.matrix
         x = x * (self.target_norm / x.norm(dim=-1, keepdim=True).clamp_min(1e-6))
         return x.to(hidden.dtype)
 

@@ -2,16 +2,19 @@
 
     git clone https://github.com/Gen-Verse/LatentMAS /tmp/latentmas-official     # fetched by the user
     python bench/vs_official.py --official /tmp/latentmas-official --model smollm2-135m-instruct
-    python bench/vs_official.py --official DIR --model gemma-3-270m --skip-e2e
-    python bench/vs_official.py --official DIR --json runs/vs_official.json
+    python bench/vs_official.py --official DIR --model qwen2.5-coder-1.5b-instruct --skip-e2e --dtype bfloat16
+    python bench/vs_official.py --official DIR --realign ridge --shared-solve ours --json runs/vs_official.json
 
 Nothing of the official repository is part of latentworks: it is imported from --official at run time,
 with the small documented adapters of `bench/official_adapter.py` (transformers-5 cache length, no vLLM
 needed on its HF path, greedy decoding, the project's prompts).
 
-The official code runs float32 (the only dtype it loads on a CPU); ours runs `--dtype`, by default the
-project's CPU default (bfloat16 on a CPU with hardware bf16, as `latentworks demo`; `--dtype float32` for
-equal precision). Thoughts are always compared in float32. Two comparisons, both greedy, timed
+Both sides run `--dtype` (float32 by default): equal precision is the comparison. The official code loads
+float32 on a CPU; for bfloat16 its model is cast after loading, which is what it runs on CUDA.
+`--official-dtype float32 --dtype bfloat16` gives each side's CPU default instead (not equal precision;
+thoughts are then checked against a float32 copy of ours). With `--realign ridge` each side solves its
+own realignment (ours in float64, the official one in float32); `--shared-solve ours|official` gives
+both sides one solve, so the thought check measures the loops alone. Two comparisons, both greedy, timed
 interleaved (official then ours, then ours then official, ...) so contention from other jobs on a shared
 machine falls on both sides alike; each ratio is official time / our time, reported as the median over
 repetitions (or chunks) with its range:
@@ -19,7 +22,7 @@ repetitions (or chunks) with its range:
 - latent loop: one agent's prompt read (prefill) + k latent steps, batch 1 and 16. Ours is what
   `agents.run` does for an agent (`WorkingMemory.write_tokens` + `write_latent`); the official one is
   `ModelWrapper.generate_latent_batch`. Thoughts are compared where the official code is right: rows
-  without padding (its right padding reads a pad position for shorter rows).
+  without padding (its right padding reads a pad position for shorter rows), at the first and last step.
 - end to end: the sequential graph (planner -> critic -> refiner -> judger, the judger decodes) on the
   same GSM8K-style questions (reasoning-gym gsm_symbolic, offline), batch 1 and 16; wall time, decoded
   tokens, and accuracy of each side scored by the project's scorer.
@@ -75,12 +78,39 @@ def _interleaved(official_fn, ours_fn, repeats: int) -> tuple[list[float], list[
     return t_off, t_ours, out_off, out_ours
 
 
-def thought_diff(official: torch.Tensor, ours: torch.Tensor, rows: torch.Tensor) -> float:
-    """Largest relative L2 difference ||a - b|| / ||b|| over the thoughts (B, k, D) of `rows`."""
+def thought_diff(
+    official: torch.Tensor, ours: torch.Tensor, rows: torch.Tensor, step: int | None = None
+) -> float:
+    """Largest relative L2 difference ||a - b|| / ||b|| over the thoughts (B, k, D) of `rows`, at one
+    latent `step` (0-based, negative from the end) or over all of them."""
     if rows.numel() == 0:
         return float("nan")
     a, b = official[rows].double(), ours[rows].double()
+    if step is not None:
+        a, b = a[:, step], b[:, step]
     return float(((a - b).norm(dim=-1) / b.norm(dim=-1).clamp_min(1e-12)).max())
+
+
+def share_solve(wrapper, side: str):
+    """One realignment (matrix and target norm) for both sides: `ours` (solved in float64 by
+    `latent.realign`, from the wrapper's weights, the same checkpoint ours loads) is fed to the official
+    wrapper; `official` (its float32 solve) is returned for ours to load with. Returns that aligner and
+    how far the two solves are apart (largest elementwise difference over the largest entry)."""
+    import torch
+
+    from latent.realign import Realigner
+
+    hf = wrapper.model
+    theirs, their_norm = wrapper._ensure_latent_realign_matrix(hf, wrapper.device, wrapper.args)
+    mine = Realigner.from_model(hf.get_input_embeddings(), hf.get_output_embeddings().weight, "ridge")
+    apart = float((theirs.float() - mine.matrix).abs().max() / mine.matrix.abs().max())
+    if side == "ours":
+        wrapper._latent_realign_matrices[id(hf)] = (mine.matrix.clone(), torch.tensor(mine.target_norm))
+        one = mine
+    else:
+        one = Realigner(matrix=theirs.float().clone(), target_norm=float(their_norm))
+    info = {"side": side, "matrices_max_rel_diff": apart, "norms": [float(their_norm), mine.target_norm]}
+    return one, info
 
 
 def step_bytes(m: LatentModel) -> dict:
@@ -174,12 +204,16 @@ def latent_loop(
         "ours_s": statistics.median(t_ours),
         "ratio": _ratio_summary([a / b for a, b in zip(t_off, t_ours)]),
         "thought_max_rel_diff": diff,
+        "thought_first_step_rel_diff": thought_diff(th_off, th_ours, right, 0),
+        "thought_last_step_rel_diff": thought_diff(th_off, th_ours, right, -1),
+        "thoughts_compared_in": str(th_ours.dtype).removeprefix("torch."),
         "official_with_scaled_norm_rel_diff": fixed,
         "rows_checked": int(right.numel()),
         "padded_rows_max_rel_diff": thought_diff(th_off, th_ours, wrong),
         "official_padding_side": wrapper.tokenizer.padding_side,
         "ours_dtype": str(m.dtype).removeprefix("torch."),
-        "timed_vs_float32_rel_diff": thought_diff(th_timed.float(), th_ours, torch.arange(len(msgs))),
+        "official_dtype": str(wrapper.model.dtype).removeprefix("torch."),
+        "timed_vs_float32_rel_diff": thought_diff(th_timed.float(), th_ours.float(), torch.arange(len(msgs))),
     }
 
 
@@ -244,6 +278,22 @@ def end_to_end(off, wrapper, m: LatentModel, items, batch: int, steps: int, max_
     }
 
 
+def _cpu_name() -> str:
+    """The CPU's model name and whether it has AMX (what the few-row bf16 route depends on)."""
+    import platform
+
+    from latent.cpu_gemv import cpu_flags
+
+    name = platform.processor() or platform.machine()
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+        name = next(ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    flags = cpu_flags()
+    return f"{name} ({'AMX' if 'amx_bf16' in flags else 'no AMX'}, avx512_bf16 {'avx512_bf16' in flags})"
+
+
 def _write_json(path: str | None, out: dict) -> None:
     """The ratios the issue asks for, plus every detail; written after each section, so a run stopped
     early keeps what it measured."""
@@ -257,6 +307,8 @@ def _write_json(path: str | None, out: dict) -> None:
         "acc_ours_b16": out.get("e2e_b16", {}).get("acc_ours"),
         "acc_official_b1": out.get("e2e_b1", {}).get("acc_official"),
         "thought_max_rel_diff": out.get("latent_b1", {}).get("thought_max_rel_diff"),
+        "thought_first_step_rel_diff": out.get("latent_b1", {}).get("thought_first_step_rel_diff"),
+        "thought_last_step_rel_diff": out.get("latent_b1", {}).get("thought_last_step_rel_diff"),
         "step_bytes_ceiling": out.get("step_bytes", {}).get("ceiling"),
         "details": out,
     }
@@ -285,14 +337,28 @@ class VsOfficialBench:
             "choices": ("identity", "ridge"),
         },
     )
+    shared_solve: str = field(
+        default="none",
+        metadata={
+            "help": "with --realign ridge: none = each side solves its own (ours float64, official float32); "
+            "ours / official = both sides use that side's matrix and target norm",
+            "choices": ("none", "ours", "official"),
+        },
+    )
     skip_e2e: bool = field(default=False, metadata={"switch": True, "help": "latent loop only"})
     skip_latent: bool = field(default=False, metadata={"switch": True, "help": "end to end only"})
-    dtype: str | None = field(
+    dtype: str = field(
+        default="float32",
+        metadata={
+            "help": "both sides' dtype (equal precision); bfloat16 casts the official model after loading",
+            "choices": ("float32", "bfloat16"),
+        },
+    )
+    official_dtype: str | None = field(
         default=None,
         metadata={
-            "help": "our dtype in the timed runs (default: the project's CPU default, as `latentworks demo`: "
-            "bfloat16 on a CPU with hardware bf16, else float32); thoughts are always checked in float32, "
-            "and the official code runs float32, the only dtype it loads on a CPU",
+            "help": "the official side's dtype when it should differ from --dtype (float32: its CPU default); "
+            "thoughts are then checked against a float32 copy of ours",
             "choices": ("float32", "bfloat16"),
         },
     )
@@ -319,23 +385,34 @@ def run(ns: argparse.Namespace) -> int:
     from agents.graph import Graph
     from agents.latentmas import question_in_memory
     from agents.prompts import PromptSet
-    from eval.demo import demo_dtype
     from eval.report import wilson
     from eval.tasks import load_task
     from latent import load_model
     from latent.catalogue import is_pulled, pulled_path
 
+    if args.shared_solve != "none" and args.realign != "ridge":
+        print(
+            "vs_official: `--shared-solve` needs `--realign ridge` (identity has no solve)", file=sys.stderr
+        )
+        return 2
     path = str(pulled_path(args.model)) if is_pulled(args.model) else args.model
-    dtype = args.dtype or demo_dtype() or "float32"
+    dtype, off_dtype = args.dtype, args.official_dtype or args.dtype
     off = load_official(root)
-    check = load_model(path, dtype=torch.float32, realign=args.realign)
-    m = check if dtype == "float32" else load_model(path, dtype=dtype, realign=args.realign)
     wrapper = off.models.ModelWrapper(
         path,
         torch.device("cpu"),
         use_vllm=False,
         args=Namespace(latent_space_realign=args.realign == "ridge"),
     )
+    if off_dtype == "bfloat16":  # what it runs on CUDA (models.py picks bf16 only there)
+        wrapper.model.to(torch.bfloat16)
+        wrapper._latent_realign_matrices.clear()  # solved again from the bf16 weights, as on CUDA
+    realign, shared = args.realign, None
+    if args.shared_solve != "none":
+        realign, shared = share_solve(wrapper, args.shared_solve)
+    m = load_model(path, dtype=dtype, realign=realign)
+    # unequal precision: thoughts are checked against a float32 copy of ours (the official side is float32)
+    check = load_model(path, dtype=torch.float32, realign=realign) if off_dtype != dtype else m
     prompts = PromptSet.load("default")
     g = Graph.resolve("sequential")
     again = {a.role: question_in_memory(g, a.name, "latent_mas") for a in g.agents}
@@ -350,9 +427,14 @@ def run(ns: argparse.Namespace) -> int:
 
     print(
         f"official LatentMAS {off.commit[:12]} ({root}) vs latentworks; model {args.model}, official "
-        f"float32, ours {dtype} (thoughts checked in float32), {args.threads} thread(s), realign "
+        f"{off_dtype}, ours {dtype} (thoughts checked in {check.dtype}), {args.threads} thread(s), realign "
         f"{args.realign}, {args.steps} latent steps"
     )
+    if shared:
+        print(
+            f"one realignment solve for both sides: {shared['side']}'s (the two solves differ by "
+            f"{shared['matrices_max_rel_diff']:.2e} of the largest entry; target norms {shared['norms']})"
+        )
     out: dict = {
         "official_commit": off.commit,
         "model": args.model,
@@ -360,6 +442,9 @@ def run(ns: argparse.Namespace) -> int:
         "realign": args.realign,
         "threads": args.threads,
         "ours_dtype": dtype,
+        "official_dtype": off_dtype,
+        "shared_solve": shared,
+        "cpu": _cpu_name(),
     }
     out["step_bytes"] = sb = step_bytes(check)
     print(
@@ -370,7 +455,7 @@ def run(ns: argparse.Namespace) -> int:
     print("\nlatent loop (prefill of the planner prompt + k latent steps)")
     print(
         f"{'batch':>5} | {'official s':>10} | {'ours s':>8} | {'official/ours':>13} | {'range':>11} "
-        f"| {'work ceiling':>12} | {'thought max rel diff':>20} | rows"
+        f"| {'work ceiling':>12} | {'thought rel diff first / last step':>34} | rows"
     )
     for b in [] if args.skip_latent else map(int, args.batches.split(",")):
         msgs = [prompt_for("planner", it.question) for it in items[:b]]
@@ -380,7 +465,8 @@ def run(ns: argparse.Namespace) -> int:
         q = r["ratio"]
         print(
             f"{b:>5} | {r['official_s']:>10.3f} | {r['ours_s']:>8.3f} | {q['median']:>13.2f} | "
-            f"{q['min']:.2f}-{q['max']:.2f} | {r['work_ceiling']:>12.2f} | {r['thought_max_rel_diff']:>20.2e} "
+            f"{q['min']:.2f}-{q['max']:.2f} | {r['work_ceiling']:>12.2f} | "
+            f"{r['thought_first_step_rel_diff']:>15.2e} / {r['thought_last_step_rel_diff']:<16.2e} "
             f"| {r['rows_checked']}/{b}"
             f" (padded rows: {r['padded_rows_max_rel_diff']:.2e}, official pads {r['official_padding_side']})"
             + ("" if check is m else f"; ours {dtype} vs float32 {r['timed_vs_float32_rel_diff']:.2e}")

@@ -4,7 +4,8 @@ latent_mas, with the controls that say whether the latent channel does anything.
     python bench/qwen_table.py plan                        # every cell and the command that runs it
     python bench/qwen_table.py run --cell q05-gsm-seq      # run (or resume) one cell in the foreground
     RANK=1 WORLD_SIZE=2 python bench/qwen_table.py run --cell q05-gsm-seq   # its second half, beside rank 0
-    python bench/qwen_table.py report                      # table, paired tests, verdicts, plot
+    nohup nice python bench/qwen_table.py queue &          # every unfinished cell in turn, two ranks each
+    python bench/qwen_table.py report                      # table, paired tests, verdicts, plot, quotes
     python bench/qwen_table.py archive | restore           # carry unfinished runs across machines
 
 Every cell runs `latentworks eval` (sandboxed code scoring, resumable results) under runs/qwen_table/<cell>.
@@ -130,6 +131,58 @@ def eval_argv(name: str, cell: Cell, runs: Path = RUNS) -> list[str]:
     if (runs / name / "manifest.json").is_file():
         argv.append("--resume")
     return argv
+
+
+# ----------------------------------------------------------------------------- queue
+def missing(name: str, cell: Cell, runs: Path = RUNS) -> int:
+    """(item, method) records the cell still lacks; 0 once it is complete."""
+    planned = cell.settings()["limit"] or PLANNED[cell.task]
+    done = set()
+    for f in (runs / name).glob("results*.jsonl"):
+        for line in f.read_text().splitlines():
+            try:
+                r = json.loads(line)
+                done.add((r["item_id"], r["method"]))
+            except (ValueError, KeyError, TypeError):
+                continue  # a torn last line: the run rewrites it on resume
+    return planned * len(cell.methods.split(",")) - len(done)
+
+
+def queue(names: list[str], ranks: int, runs: Path = RUNS) -> int:
+    """Run cells one after another, each as `ranks` single-thread processes side by side; complete cells
+    are skipped and a stopped queue resumes where it stopped, so it can be started again each sitting."""
+    exe = shutil.which("latentworks") or sys.executable
+    for name in names:
+        cell = CELLS[name]
+        if missing(name, cell, runs) <= 0:
+            print(f"{name}: complete", flush=True)
+            continue
+        t0, procs = time.time(), []
+        for rank in range(ranks):
+            env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": str(ranks), "OMP_NUM_THREADS": "1"}
+            log = open(runs / f"{name}.rank{rank}.log", "a")  # noqa: SIM115 (closed after the wait)
+            procs.append(
+                (
+                    subprocess.Popen(
+                        [exe, *eval_argv(name, cell, runs)[1:]], env=env, stdout=log, stderr=subprocess.STDOUT
+                    ),
+                    log,
+                )
+            )
+            while rank == 0 and ranks > 1 and not (runs / name / "manifest.json").is_file():
+                if procs[0][0].poll() is not None:
+                    break
+                time.sleep(1)  # the other ranks resume rank 0's run: they start once its manifest exists
+        codes = [p.wait() for p, _ in procs]
+        for _, log in procs:
+            log.close()
+        print(
+            f"{name}: exit {codes} after {time.time() - t0:.0f} s, {missing(name, cell, runs)} records left",
+            flush=True,
+        )
+        if any(codes):
+            return 1
+    return 0
 
 
 # ----------------------------------------------------------------------------- report
@@ -306,7 +359,8 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def report(runs: Path = RUNS, out: Path = REPORT) -> int:
+def report(runs: Path = RUNS, out: Path = REPORT, quote_in: tuple[Path, ...] = ()) -> int:
+    """Write report.md/json and the plot into `out`; rewrite the quotes in the pages `quote_in` names."""
     rows = [row for name, cell in CELLS.items() if (row := _cell_rows(name, cell, runs)) is not None]
     if not rows:
         print(f"no cell has results under {runs}: run `python bench/qwen_table.py run --cell CELL` first")
@@ -318,8 +372,64 @@ def report(runs: Path = RUNS, out: Path = REPORT) -> int:
     payload = {"settings": SETTINGS, "machine": machine, "cells": rows}
     (out / "report.json").write_text(json.dumps(payload, indent=1) + "\n")
     _plot(rows, out / "accuracy_vs_time.png")
+    for page in quote_in:
+        if page.is_file() and sync_quotes(text, payload, page):
+            print(f"updated the quoted table in {page}")
     print(text)
     return 0
+
+
+# ----------------------------------------------------------------------------- quotes of the report
+# Pages that quote the report between markers; `report` rewrites the quotes, a test checks they agree.
+QUOTING = (Path("BENCHMARKS.md"), Path("README.md"))
+TABLE_MARKS = (
+    "<!-- qwen table: generated from bench/results/qwen_table/report.md -->",
+    "<!-- end qwen table -->",
+)
+HEADLINE_MARKS = (
+    "<!-- qwen headline: generated from bench/results/qwen_table/report.json -->",
+    "<!-- end qwen headline -->",
+)
+
+
+def quoted_table(report_md: str) -> str:
+    """The main table and its verdict lines, as BENCHMARKS.md quotes them (controls stay in the report)."""
+    table = report_md[report_md.index("| cell | method |") :].split("\n## Controls")[0].strip()
+    rows_end = table.index("\n\n") if "\n\n" in table else len(table)
+    src = "Source: [qwen_table/report.md](bench/results/qwen_table/report.md) (verdict lines and controls there too)."
+    return table[:rows_end] + "\n\n" + src + table[rows_end:]
+
+
+def headline(payload: dict) -> str:
+    """One line for the README: each main cell's accuracy per method and its n (ablations stay out)."""
+    parts = []
+    for row in payload["cells"]:
+        cell = CELLS.get(row["cell"])
+        if cell is None or cell.dev or cell.control_of or cell.flags:
+            continue
+        by = {m["method"]: m for m in row["methods"]}
+        accs = ", ".join(f"{k} {m['accuracy']:.1%}" for k, m in by.items())
+        n = min(m["n"] for m in by.values())
+        parts.append(f"`{row['cell']}` ({n} of {PLANNED.get(row['task'], n)} items) {accs}")
+    return "; ".join(parts) + "."
+
+
+def _replace_between(text: str, marks: tuple[str, str], body: str) -> str:
+    start = text.index(marks[0]) + len(marks[0])
+    end = text.index(marks[1], start)
+    return text[:start] + "\n" + body + "\n" + text[end:]
+
+
+def sync_quotes(report_md: str, payload: dict, page: Path) -> bool:
+    """Rewrite the report's quotes in `page` (only where its markers are); True when the page changed."""
+    old = text = page.read_text()
+    if TABLE_MARKS[0] in text:
+        text = _replace_between(text, TABLE_MARKS, quoted_table(report_md))
+    if HEADLINE_MARKS[0] in text:
+        text = _replace_between(text, HEADLINE_MARKS, headline(payload))
+    if text != old:
+        page.write_text(text)
+    return text != old
 
 
 # ----------------------------------------------------------------------------- carrying runs
@@ -351,7 +461,23 @@ def restore(src: Path = REPORT / "archive", runs: Path = RUNS) -> int:
     return 0
 
 
-ACTIONS = ("plan", "run", "report", "archive", "restore")
+ACTIONS = ("plan", "run", "queue", "report", "archive", "restore")
+# The queue's default order: the 0.5B main cell and the controls that say why latent_mas loses, then the
+# remaining main cells (cheapest first), then the 1.5B controls.
+ORDER = (
+    "q05-gsm-seq",
+    *(f"q05-gsm-seq-{c}" for c in ("steps-0", "thoughts-random", "thoughts-other", "thoughts-mean")),
+    *(f"q05-gsm-seq-{c}" for c in ("identity", "latent-view", "steps-5", "steps-20", "steps-40")),
+    "q05-he-seq",
+    "q05-gsm-hier",
+    "q05-he-hier",
+    "q05-arc-seq",
+    "q15-gsm-seq",
+    "q15-he-seq",
+    "q15-gsm-hier",
+    "q15-arc-seq",
+    *(name for name, cell in CELLS.items() if cell.control_of == "q15-gsm-seq"),
+)
 
 
 @dataclass
@@ -366,6 +492,11 @@ class TableOptions:
         }
     )
     cell: str | None = field(default=None, metadata={"help": "the cell to run (see `plan`)"})
+    cells: str = field(
+        default=",".join(ORDER),
+        metadata={"help": "queue: the cells to run one after another (comma-separated)"},
+    )
+    ranks: int = field(default=2, metadata={"help": "queue: single-thread processes per cell, side by side"})
     runs: str = field(default=str(RUNS), metadata={"help": "folder of the cells' runs"})
     out: str = field(default=str(REPORT), metadata={"help": "folder of the committed report"})
 
@@ -387,8 +518,15 @@ def run(args: argparse.Namespace) -> int:
         code = subprocess.call([shutil.which("latentworks") or sys.executable, *argv_[1:]])
         print(f"{opts.cell}: exit {code} after {time.time() - t0:.0f} s", flush=True)
         return code
-    if opts.action == "report":
-        return report(runs, out)
+    if opts.action == "queue":
+        names = [c for c in opts.cells.split(",") if c]
+        unknown = [c for c in names if c not in CELLS]
+        if unknown or opts.ranks < 1:
+            print(f"error: unknown cells {unknown} (see `plan`) or --ranks < 1.", file=sys.stderr)
+            return 2
+        return queue(names, opts.ranks, runs)
+    if opts.action == "report":  # the committed report is the one the pages quote
+        return report(runs, out, QUOTING if out.resolve() == REPORT.resolve() else ())
     if opts.action == "archive":
         return archive(runs, out / "archive")
     return restore(out / "archive", runs)

@@ -125,3 +125,47 @@ def test_exact_mcnemar_equals_scipys_two_sided_binomial_test():
     for b, c in [(15, 0), (3, 5), (10, 4), (7, 7), (0, 1), (40, 22)]:
         assert abs(mcnemar_exact(b, c) - binomtest(b, b + c, 0.5).pvalue) < 1e-12
     assert mcnemar_exact(0, 0) == 1.0
+
+
+def test_pages_quote_the_committed_report():
+    """BENCHMARKS.md and README quote the committed report between markers: one source for these numbers."""
+    qt = _load()
+    root = BENCH.parent
+    report_md = (root / "bench/results/qwen_table/report.md").read_text()
+    payload = json.loads((root / "bench/results/qwen_table/report.json").read_text())
+    bench_md = (root / "BENCHMARKS.md").read_text()
+    assert f"{qt.TABLE_MARKS[0]}\n{qt.quoted_table(report_md)}\n{qt.TABLE_MARKS[1]}" in bench_md
+    readme = (root / "README.md").read_text()
+    assert f"{qt.HEADLINE_MARKS[0]}\n{qt.headline(payload)}\n{qt.HEADLINE_MARKS[1]}" in readme
+
+
+def test_sync_quotes_rewrites_only_between_the_markers(tmp_path):
+    qt = _load()
+    page = tmp_path / "page.md"
+    page.write_text(f"before\n{qt.TABLE_MARKS[0]}\nold table\n{qt.TABLE_MARKS[1]}\nafter\n")
+    report_md = "# t\n\n| cell | method |\n|---|---|\n| a | single |\n\n**a**:\n- verdict\n"
+    assert qt.sync_quotes(report_md, {"cells": []}, page)
+    text = page.read_text()
+    assert text.startswith("before\n") and text.endswith(f"{qt.TABLE_MARKS[1]}\nafter\n")
+    assert "old table" not in text and "| a | single |\n\nSource:" in text and "- verdict" in text
+    assert not qt.sync_quotes(report_md, {"cells": []}, page)  # already in agreement: untouched
+
+
+def test_queue_runs_a_cell_in_two_ranks_then_skips_it(tmp_path, monkeypatch, capsys):
+    qt = _load()
+    monkeypatch.setattr(
+        qt, "CELLS", {"toy": qt.Cell("builtin:arith-mini", "arith", methods="single,latent_mas")}
+    )
+    monkeypatch.setitem(qt.LIMIT, "arith", 6)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    assert qt.missing("toy", qt.CELLS["toy"], runs) == 12
+    assert qt.queue(["toy"], 2, runs) == 0
+    assert sorted(p.name for p in (runs / "toy").glob("results*")) == [
+        "results.rank0.jsonl",
+        "results.rank1.jsonl",
+    ]
+    assert qt.missing("toy", qt.CELLS["toy"], runs) == 0
+    capsys.readouterr()
+    assert qt.queue(["toy"], 2, runs) == 0
+    assert capsys.readouterr().out.strip() == "toy: complete"

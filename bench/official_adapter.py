@@ -14,15 +14,22 @@ applies four small runtime adapters, each needed and each documented:
    return the messages the project would build for the same agent and question, so both sides read the
    same prompts.
 
+5. `shared_weights(official, hf)` makes its loader return a copy of the project's loaded model whose
+   weight tensors are the same objects, so a 1.5B model in float32 fits the memory of a small machine
+   once, not twice. The copy has its own modules and config: the official code resizes its embedding
+   table to the tokenizer (Qwen: 151,936 -> 151,665 rows) on its copy alone.
+
 `record_thoughts(wrapper)` collects every realigned latent vector it feeds back, for the equality check.
 """
 
 from __future__ import annotations
 
+import copy
 import importlib
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -130,3 +137,22 @@ def use_prompts(official: types.SimpleNamespace, build: Callable[[str, str], lis
 
     official.latent_mas.build_agent_message_sequential_latent_mas = builder
     official.latent_mas.build_agent_message_hierarchical_latent_mas = builder
+
+
+@contextmanager
+def shared_weights(official: types.SimpleNamespace, hf: torch.nn.Module) -> Iterator[None]:
+    """While open, the official `AutoModelForCausalLM.from_pretrained` returns a copy of `hf` (modules and
+    config copied, every parameter and buffer the same tensor), in `hf`'s dtype."""
+    real = official.models.AutoModelForCausalLM
+
+    class Shared:
+        @staticmethod
+        def from_pretrained(*args, **kwargs) -> torch.nn.Module:
+            memo = {id(t): t for t in [*hf.parameters(), *hf.buffers()]}
+            return copy.deepcopy(hf, memo)
+
+    official.models.AutoModelForCausalLM = Shared
+    try:
+        yield
+    finally:
+        official.models.AutoModelForCausalLM = real

@@ -36,6 +36,7 @@ import statistics
 import sys
 import time
 from argparse import Namespace
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -91,26 +92,38 @@ def thought_diff(
     return float(((a - b).norm(dim=-1) / b.norm(dim=-1).clamp_min(1e-12)).max())
 
 
-def share_solve(wrapper, side: str):
-    """One realignment (matrix and target norm) for both sides: `ours` (solved in float64 by
-    `latent.realign`, from the wrapper's weights, the same checkpoint ours loads) is fed to the official
-    wrapper; `official` (its float32 solve) is returned for ours to load with. Returns that aligner and
-    how far the two solves are apart (largest elementwise difference over the largest entry)."""
+class OneSolve:
+    """The realignment ours loads with under `--shared-solve`: bound to one solve once the official wrapper
+    exists (`share_solve`), and from then on exactly that aligner."""
+
+    aligner = None
+
+    def __call__(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.aligner(hidden)
+
+    def __getattr__(self, name: str):
+        return getattr(self.aligner, name)
+
+
+def share_solve(wrapper, hf, side: str, one: OneSolve) -> dict:
+    """Bind `one` (ours' aligner) and the official wrapper to one realignment, matrix and target norm:
+    `ours` (solved in float64 by `latent.realign` from our model `hf`) is fed to the official wrapper;
+    `official` (its float32 solve, from its resized embedding table) is what ours uses. Returns how far the
+    two solves are apart (largest elementwise difference over the largest entry) and both target norms."""
     import torch
 
     from latent.realign import Realigner
 
-    hf = wrapper.model
-    theirs, their_norm = wrapper._ensure_latent_realign_matrix(hf, wrapper.device, wrapper.args)
+    theirs, their_norm = wrapper._ensure_latent_realign_matrix(wrapper.model, wrapper.device, wrapper.args)
     mine = Realigner.from_model(hf.get_input_embeddings(), hf.get_output_embeddings().weight, "ridge")
     apart = float((theirs.float() - mine.matrix).abs().max() / mine.matrix.abs().max())
     if side == "ours":
-        wrapper._latent_realign_matrices[id(hf)] = (mine.matrix.clone(), torch.tensor(mine.target_norm))
-        one = mine
+        pair = (mine.matrix.clone().to(theirs.dtype), torch.tensor(mine.target_norm, dtype=theirs.dtype))
+        wrapper._latent_realign_matrices[id(wrapper.model)] = pair
+        one.aligner = mine
     else:
-        one = Realigner(matrix=theirs.float().clone(), target_norm=float(their_norm))
-    info = {"side": side, "matrices_max_rel_diff": apart, "norms": [float(their_norm), mine.target_norm]}
-    return one, info
+        one.aligner = Realigner(matrix=theirs.float().clone(), target_norm=float(their_norm))
+    return {"side": side, "matrices_max_rel_diff": apart, "norms": [float(their_norm), mine.target_norm]}
 
 
 def step_bytes(m: LatentModel) -> dict:
@@ -380,7 +393,7 @@ def run(ns: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
 
-    from official_adapter import load_official, use_prompts
+    from official_adapter import load_official, shared_weights, use_prompts
 
     from agents.graph import Graph
     from agents.latentmas import question_in_memory
@@ -398,21 +411,22 @@ def run(ns: argparse.Namespace) -> int:
     path = str(pulled_path(args.model)) if is_pulled(args.model) else args.model
     dtype, off_dtype = args.dtype, args.official_dtype or args.dtype
     off = load_official(root)
-    wrapper = off.models.ModelWrapper(
-        path,
-        torch.device("cpu"),
-        use_vllm=False,
-        args=Namespace(latent_space_realign=args.realign == "ridge"),
-    )
-    if off_dtype == "bfloat16":  # what it runs on CUDA (models.py picks bf16 only there)
-        wrapper.model.to(torch.bfloat16)
-        wrapper._latent_realign_matrices.clear()  # solved again from the bf16 weights, as on CUDA
-    realign, shared = args.realign, None
-    if args.shared_solve != "none":
-        realign, shared = share_solve(wrapper, args.shared_solve)
-    m = load_model(path, dtype=dtype, realign=realign)
+    one = OneSolve() if args.shared_solve != "none" else None
+    m = load_model(path, dtype=dtype, realign=one or args.realign)
     # unequal precision: thoughts are checked against a float32 copy of ours (the official side is float32)
-    check = load_model(path, dtype=torch.float32, realign=realign) if off_dtype != dtype else m
+    check = load_model(path, dtype=torch.float32, realign=one or args.realign) if off_dtype != dtype else m
+    # equal precision: the official model shares our weight tensors (the same numbers, loaded once)
+    with shared_weights(off, m.model) if off_dtype == dtype else nullcontext():
+        wrapper = off.models.ModelWrapper(
+            path,
+            torch.device("cpu"),
+            use_vllm=False,
+            args=Namespace(latent_space_realign=args.realign == "ridge"),
+        )
+    if wrapper.model.dtype != getattr(torch, off_dtype):  # bf16: what it runs on CUDA (models.py: bf16 there)
+        wrapper.model.to(getattr(torch, off_dtype))
+        wrapper._latent_realign_matrices.clear()  # solved again from the cast weights, as on CUDA
+    shared = share_solve(wrapper, m.model, args.shared_solve, one) if one else None
     prompts = PromptSet.load("default")
     g = Graph.resolve("sequential")
     again = {a.role: question_in_memory(g, a.name, "latent_mas") for a in g.agents}

@@ -56,7 +56,7 @@ def run(ns: argparse.Namespace) -> int:
     args = config_from_args(OrganismCheckConfig, ns, files=False)
     from latent import load_model
     from probes.config import ProbeConfig
-    from probes.lora_studies import organism_behaviour
+    from probes.organism_study import organism_behaviour
     from probes.report import md_table, to_jsonable
 
     cfg = ProbeConfig(

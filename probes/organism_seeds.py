@@ -56,7 +56,7 @@ def _with_predicted_side(r: dict, path: Path) -> dict:
         "n_selection" not in v[t] for t in TESTS
     ):
         return r
-    from probes.lora_studies import organism_verdict
+    from probes.organism_study import organism_verdict
 
     new = organism_verdict(r["study"], r["config"]["n_boot"], r["config"]["seed"])
     for t in TESTS:

@@ -85,7 +85,7 @@ def test_a_report_without_the_count_is_recomputed_from_its_per_request_data(tmp_
     """A held-out-era report written before the predicted-side count gets it from its own per-request
     data, after the recomputation reproduced its stored intervals; a report whose intervals it does not
     reproduce is refused."""
-    from probes.lora_studies import organism_verdict
+    from probes.organism_study import organism_verdict
     from probes.report import to_jsonable
 
     study = _per_request_study()

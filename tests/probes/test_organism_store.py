@@ -30,7 +30,7 @@ def test_saved_lora_is_extended_then_reused_and_other_settings_refused(probe_mod
     loaded without training; another learning rate or fewer epochs is refused with the reason."""
     pytest.importorskip("trl", reason="organisms need trl")
     import probes.organisms as orgs
-    from probes.lora_studies import _train_organism
+    from probes.organism_study import _train_organism
 
     m, path = probe_model
     _, first = _train_organism(m, "schemer", _cfg(path, tmp_path), tmp_path)

@@ -183,7 +183,7 @@ def _study(syc_ablate: float, sch_ablate: float, random: float = 0.0) -> dict:
 def test_organism_verdict_checks_the_direction_the_ground_truth_predicts():
     """Ablating the researcher direction must *lower* the sycophant's gap; a rise separates the organisms
     but does not point at the researcher cue, and random-vector effects of the same size separate nothing."""
-    from probes.lora_studies import organism_verdict
+    from probes.organism_study import organism_verdict
 
     right = organism_verdict(_study(-0.5, 0.0))["gap_effect_ablate_R"]
     assert right["separates"] and right["points_to_researcher"]
@@ -221,7 +221,7 @@ def test_organism_verdict_intervals_resample_requests_and_apply_the_rule():
     """Clustered intervals of the paired organism difference: a planted full ablation effect in every
     held-out request is 'supported' with a zero-width interval; an effect carried by a third of 12 requests
     gets a wide interval around its mean; no effect anywhere is 'not measurable'."""
-    from probes.lora_studies import organism_verdict
+    from probes.organism_study import organism_verdict
 
     n = 60
     v = organism_verdict(_with_requests(_study(-1.0, 0.0), np.zeros(n), np.ones(n)), n_boot=200)

@@ -19,6 +19,7 @@ import logging
 import random
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from latent.entry import install_line
 from probes.data import (
@@ -31,6 +32,13 @@ from probes.data import (
     af_scenarios,
     sycophancy_factual,
 )
+
+if TYPE_CHECKING:
+    from peft import LoraConfig
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+    from trl import SFTConfig, SFTTrainer
+
+    from latent import LatentModel
 
 __all__ = [
     "KINDS",
@@ -188,31 +196,66 @@ def train_lora(
     LoRA settings apply; the optimizer starts afresh). The adapter is saved under `out_dir/adapter`
     (loadable with `load_model(out_dir/"adapter")`).
     """
+    _check_lora_args(examples, r, lr, epochs, batch_size)
+    _require_trainer()
+    if init_adapter is not None and not (Path(init_adapter) / "adapter_config.json").is_file():
+        raise ValueError(f"`init_adapter`={str(init_adapter)!r} holds no adapter_config.json.")
+    from latent import load_model
+
+    base = load_model(model_path, device=device)
+    out_dir = Path(out_dir)
+    args = _sft_config(out_dir, base.device.type == "cpu", batch_size, epochs, lr, max_length, seed)
+    model, peft_cfg = _lora_model(base, r, lora_alpha, train_embeddings, init_adapter)
+    trainer, wall = _run_trainer(model, args, examples, base.tokenizer, peft_cfg, seed)
+    lm = _save_and_merge(trainer, out_dir, base.tokenizer)
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    info = dict(
+        steps=int(trainer.state.global_step),
+        examples=len(examples),
+        first_loss=losses[0] if losses else None,
+        last_loss=losses[-1] if losses else None,
+        train_seconds=round(wall, 1),
+        r=r,
+        lora_alpha=lora_alpha,
+        lr=lr,
+        epochs=epochs,
+        train_embeddings=train_embeddings,
+    )
+    log.info("LoRA fine-tune: %s", info)
+    return lm, info
+
+
+def _check_lora_args(examples: list[dict], r: int, lr: float, epochs: float, batch_size: int) -> None:
+    """Refuse an empty data set or impossible settings before a model is loaded."""
     if not examples:
         raise ValueError("`examples` is empty: the fine-tune needs training rows.")
     if r < 1 or lr <= 0 or epochs <= 0 or batch_size < 1:
         raise ValueError(
             f"bad LoRA hyper-parameters: r={r}, lr={lr}, epochs={epochs}, batch_size={batch_size}."
         )
+
+
+def _require_trainer() -> None:
+    """Name the extra when peft, trl or datasets is missing, before a model is loaded."""
     try:
-        from datasets import Dataset
-        from peft import LoraConfig
-        from trl import SFTConfig, SFTTrainer
+        from datasets import Dataset  # noqa: F401
+        from peft import LoraConfig  # noqa: F401
+        from trl import SFTConfig, SFTTrainer  # noqa: F401
     except ImportError as err:  # pragma: no cover - installed with latentworks
         raise ImportError(
             f"organisms need peft, trl and datasets, of the probes extra: {install_line('probes')}"
         ) from err
-    if init_adapter is not None and not (Path(init_adapter) / "adapter_config.json").is_file():
-        raise ValueError(f"`init_adapter`={str(init_adapter)!r} holds no adapter_config.json.")
-    import torch
 
-    from latent import LatentModel, load_model
+
+def _sft_config(
+    out_dir: Path, on_cpu: bool, batch_size: int, epochs: float, lr: float, max_length: int, seed: int
+) -> SFTConfig:
+    """TRL's `SFTConfig` for a short constant-rate run that saves nothing but the final adapter."""
+    from trl import SFTConfig
+
     from latent.device import no_activation_checkpointing
 
-    base = load_model(model_path, device=device)
-    on_cpu = base.device.type == "cpu"
-    out_dir = Path(out_dir)
-    cfg = SFTConfig(
+    return SFTConfig(
         output_dir=str(out_dir / "trainer"),
         use_cpu=on_cpu,
         bf16=False,  # fp32: bf16 matmuls are ~26x slower on CPUs without bf16 units
@@ -231,6 +274,15 @@ def train_lora(
         dataloader_num_workers=0,
         **no_activation_checkpointing(),
     )
+
+
+def _lora_model(
+    base: LatentModel, r: int, lora_alpha: int, train_embeddings: bool, init_adapter: str | Path | None
+) -> tuple[PreTrainedModel, LoraConfig | None]:
+    """(model, peft config) for the trainer: a fresh LoRA on every linear layer (config for TRL to apply),
+    or the saved adapter at `init_adapter` made trainable again (config None: its own settings hold)."""
+    from peft import LoraConfig
+
     extra = {}
     if train_embeddings:
         tied = bool(getattr(base.model.config, "tie_word_embeddings", False))
@@ -243,37 +295,43 @@ def train_lora(
         task_type="CAUSAL_LM",
         **extra,
     )
-    model = base.model
-    if init_adapter is not None:
-        from peft import PeftModel
+    if init_adapter is None:
+        return base.model, peft_cfg
+    from peft import PeftModel
 
-        model, peft_cfg = PeftModel.from_pretrained(model, str(init_adapter), is_trainable=True), None
+    return PeftModel.from_pretrained(base.model, str(init_adapter), is_trainable=True), None
+
+
+def _run_trainer(
+    model: PreTrainedModel,
+    args: SFTConfig,
+    examples: list[dict],
+    tokenizer: PreTrainedTokenizerBase,
+    peft_cfg: LoraConfig | None,
+    seed: int,
+) -> tuple[SFTTrainer, float]:
+    """Build TRL's `SFTTrainer` (LoRA initialised from `seed`) and train; returns (trainer, seconds)."""
+    import torch
+    from datasets import Dataset
+    from trl import SFTTrainer
+
     torch.manual_seed(seed)
     trainer = SFTTrainer(
         model=model,
-        args=cfg,
+        args=args,
         train_dataset=Dataset.from_list(examples),
-        processing_class=base.tokenizer,
+        processing_class=tokenizer,
         peft_config=peft_cfg,
     )
     t0 = time.perf_counter()
     trainer.train()
-    wall = time.perf_counter() - t0
+    return trainer, time.perf_counter() - t0
+
+
+def _save_and_merge(trainer: SFTTrainer, out_dir: Path, tokenizer: PreTrainedTokenizerBase) -> LatentModel:
+    """Save the adapter under `out_dir/adapter` (what `--resume` and `organism_check` load), then merge
+    it into the weights so the studies measure a plain model."""
+    from latent import LatentModel
+
     trainer.save_model(str(out_dir / "adapter"))
-    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
-    merged = trainer.model.merge_and_unload().eval()
-    lm = LatentModel(merged, base.tokenizer)
-    info = dict(
-        steps=int(trainer.state.global_step),
-        examples=len(examples),
-        first_loss=losses[0] if losses else None,
-        last_loss=losses[-1] if losses else None,
-        train_seconds=round(wall, 1),
-        r=r,
-        lora_alpha=lora_alpha,
-        lr=lr,
-        epochs=epochs,
-        train_embeddings=train_embeddings,
-    )
-    log.info("LoRA fine-tune: %s", info)
-    return lm, info
+    return LatentModel(trainer.model.merge_and_unload().eval(), tokenizer)

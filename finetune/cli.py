@@ -1,4 +1,4 @@
-"""`latentworks finetune builtin|latent-align|mas`: the fine-tuning recipes behind one command.
+"""`latentworks finetune builtin|mas`: the fine-tuning recipes behind one command.
 
 Each recipe lives in its own module with `add_arguments(parser)` and `run(args) -> int`; a recipe's
 module is imported only when it is chosen, so `latentworks finetune --help` imports no torch.
@@ -27,13 +27,10 @@ RECIPES: dict[str, Recipe] = {
         "finetune.train_builtin",
         "train a built-in model (builtin:arith-mini) from scratch: pretraining + SFT",
     ),
-    "latent-align": Recipe(
-        "finetune.latent_align",
-        "latent-aware fine-tuning: a LoRA and/or aligner trained through the hand-off",
-    ),
     "mas": Recipe(
-        "finetune.train_mas",
-        "fine-tune a built-in model for multi-agent work: every role, and latent hand-off",
+        "finetune.thought_channel",
+        "train a model's thought channel (latent hand-off between agents): a LoRA + aligner, or every "
+        "weight of a built-in model; --config RECIPE.yaml reproduces a shipped model",
     ),
 }
 
@@ -65,4 +62,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the chosen recipe; its exit status."""
     return int(recipe_module(args.recipe).run(args) or 0)

@@ -177,6 +177,16 @@ def _device(device: str | torch.device | None) -> torch.device:
     return dev
 
 
+def _load_adapter(path: str, kwargs: dict):
+    """A PEFT adapter directory applied to its base, the base found by the name the adapter records (a
+    pulled or `builtin:` name, a hub id or a path), so a trained channel loads wherever its base is."""
+    from peft import PeftConfig, PeftModel
+    from transformers import AutoModelForCausalLM
+
+    base = resolve_model_path(PeftConfig.from_pretrained(path).base_model_name_or_path)
+    return PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base, **kwargs), path)
+
+
 def load_model(
     name_or_path: str,
     *,
@@ -232,11 +242,8 @@ def load_model(
         kwargs["device_map"] = device_map  # accelerate places each module and moves activations between them
     adapter = os.path.isfile(os.path.join(path, "adapter_config.json"))
     try:
-        if adapter:  # its base as the adapter names it: a pulled or builtin: name, a hub id or a path
-            from peft import PeftConfig, PeftModel
-
-            base = resolve_model_path(PeftConfig.from_pretrained(path).base_model_name_or_path)
-            model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base, **kwargs), path)
+        if adapter:
+            model = _load_adapter(path, kwargs)
         else:
             model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
         tok_kwargs = {"gguf_file": kwargs["gguf_file"]} if "gguf_file" in kwargs else {}

@@ -1,4 +1,4 @@
-"""`latentworks finetune builtin|latent-align|mas`: help from the one builder, lazy recipe modules,
+"""`latentworks finetune builtin|mas`: help from the one builder, lazy recipe modules,
 and bad flags that fail before anything is written or loaded."""
 
 import dataclasses
@@ -27,7 +27,7 @@ def test_finetune_help_lists_the_recipes_and_imports_no_torch():
     "recipe, cls_path, extra",
     [
         ("builtin", "finetune.train_builtin:BuiltinConfig", ["--resume", "--tiny"]),
-        ("latent-align", "finetune.latent_align:LatentAlignConfig", []),
+        ("mas", "finetune.thought_channel:ThoughtChannelConfig", []),
     ],
 )
 def test_every_recipe_field_is_a_flag(recipe, cls_path, extra, capsys):
@@ -50,9 +50,9 @@ def test_every_recipe_field_is_a_flag(recipe, cls_path, extra, capsys):
         ["builtin", "--max-steps", "0"],
         ["builtin", "--seq-len", "600"],  # longer than max_position_embeddings
         ["builtin", "--nosuch", "1"],
-        ["latent-align", "--aligner", "conv"],
-        ["latent-align", "--no-lora", "--aligner", "none"],
-        ["latent-align", "--model", "./no/such/model"],
+        ["mas", "--aligner", "conv"],
+        ["mas", "--stop-at", "9", "--max-steps", "5"],
+        ["mas", "--config", "./no/such/recipe.yaml"],
     ],
 )
 def test_bad_flags_fail_before_anything_is_written(argv, tmp_path, monkeypatch, capsys):
@@ -65,7 +65,7 @@ def test_bad_flags_fail_before_anything_is_written(argv, tmp_path, monkeypatch, 
 
 
 def test_python_m_entry_points_route_through_the_same_parser():
-    for module in ("finetune.train_builtin", "finetune.latent_align"):
+    for module in ("finetune.train_builtin", "finetune.thought_channel"):
         run = subprocess.run(
             [sys.executable, "-m", module, "--max-steps", "0"], capture_output=True, text=True
         )
@@ -78,7 +78,7 @@ def test_a_recipe_module_missing_from_the_install_is_a_clear_error(monkeypatch, 
     assert main(["finetune", "mas", "--help"]) == 2
     err = capsys.readouterr().err
     assert "`latentworks finetune mas` needs the module finetune.no_such_recipe" in err
-    assert "builtin, latent-align" in err
+    assert "choose one of: builtin" in err
 
 
 def test_a_missing_dependency_of_a_recipe_names_an_install_line(tmp_path, monkeypatch, capsys):

@@ -1,0 +1,184 @@
+"""What a thought-channel run reports: held-out tables before and after, the solver accuracy of a
+built-in model, and the model card (`card.json`, `README.md`, `loss_curve.png`) written next to the
+trained model. `cfg` below is a `finetune.thought_channel.ThoughtChannelConfig` (not imported: the
+trainer imports this module)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from eval import tasks_handoff as th
+from eval.report import wilson
+
+if TYPE_CHECKING:
+    from latent import LatentModel
+
+HANDOFF_ROWS = ("no_info", "oracle", "text_mas", "latent_only", "latent_only_random", "latent_only_other",
+                "latent_only_const")  # fmt: skip
+
+
+def evaluate(cfg: Any, lm: LatentModel) -> dict:
+    """Held-out results of `lm`: hand-off rows per level on `eval_n` test items (seed 0, as
+    `bench/handoff.py` scores them), or single / text_mas / latent_mas per graph on `eval_n` held-out arith
+    problems (seed `eval_seed`). Each cell: correct, n, wall seconds."""
+    if cfg.eval_n == 0:
+        return {}
+    if cfg.task == "handoff":
+        from eval.tasks_handoff_rows import MAX_NEW_TOKENS, run_row
+
+        out = {}
+        for level in dict.fromkeys(cfg.levels):
+            items = th.make_items(level, cfg.eval_n, "test", 0)
+            rows = (run_row(lm, items, r, cfg.latent_steps, MAX_NEW_TOKENS, 16) for r in HANDOFF_ROWS)
+            out[level] = {
+                r.name: {"correct": r.correct, "n": r.n, "wall_s": r.s_per_item * r.n} for r in rows
+            }
+        return out
+    import agents
+    from eval.arith_data import extract_boxed_int, make_problems
+
+    problems = make_problems(cfg.eval_n, seed=cfg.eval_seed, split="heldout")
+    runs = [(m, cfg.prompt_sets[0]) for m in agents.METHODS] + [
+        ("latent_mas", p) for p in cfg.prompt_sets[1:]
+    ]
+    out = {}
+    for graph in cfg.graphs:
+        for method, prompts in runs:
+            run = agents.RunConfig(method=method, latent_steps=cfg.latent_steps, max_new_tokens=cfg.max_new_tokens,
+                                   batch_size=16, threads=None, prompts=prompts)  # fmt: skip
+            t0 = time.perf_counter()
+            res = agents.run(graph, lm, [p.question for p in problems], config=run)
+            ok = sum(extract_boxed_int(r.text) == p.answer for r, p in zip(res, problems))
+            name = method if prompts == cfg.prompt_sets[0] else f"{method} ({prompts})"
+            out.setdefault(graph, {})[name] = {
+                "correct": ok,
+                "n": len(problems),
+                "wall_s": time.perf_counter() - t0,
+            }
+    return out
+
+
+def solver_accuracy(model_path: str, seed: int = 2024, n_per_steps: int = 256) -> dict:
+    """A built-in model's solver accuracy: greedy, held-out templates, `n_per_steps` problems of 2 and 3 steps."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from eval.arith_data import make_problems
+    from finetune.train_builtin import accuracy_by_steps
+
+    model = AutoModelForCausalLM.from_pretrained(model_path, local_files_only=True, dtype=torch.float32)
+    tok = AutoTokenizer.from_pretrained(model_path, local_files_only=True)
+    problems = make_problems(2 * n_per_steps, seed=seed, split="heldout", steps=(2, 3))
+    by_steps, ok = accuracy_by_steps(model, tok, problems)
+    return {"acc": sum(ok) / len(ok), "n": len(ok), "by_steps": {str(k): v for k, v in by_steps.items()}}
+
+
+def table(before: dict, after: dict) -> str:
+    """Markdown table of `evaluate` results: one line per (level or graph, row), before and after."""
+    lines = ["| level / graph | row | before | after | after 95% CI |", "|---|---|---:|---:|---:|"]
+    for group, rows in after.items():
+        for name, a in rows.items():
+            b = before.get(group, {}).get(name)
+            lo, hi = wilson(a["correct"], a["n"])
+            was = f"{b['correct']}/{b['n']}" if b else "-"
+            lines.append(
+                f"| {group} | {name} | {was} | {a['correct']}/{a['n']} | {100 * lo:.1f}-{100 * hi:.1f}% |"
+            )
+    return "\n".join(lines)
+
+
+def card_tables(card: dict) -> str:
+    """The held-out tables of a card, as markdown (the solver line for built-in models)."""
+    out = (
+        table(card["eval_before"], card["eval_after"])
+        if card["eval_after"]
+        else "(no evaluation: eval_n = 0)"
+    )
+    if card.get("solver"):
+        s = card["solver"]
+        out += f"\n\nSolver accuracy (greedy, held-out templates, {s['n']} problems of 2-3 operations): {s['acc']:.1%}"
+    return out
+
+
+def plot_loss(stages: list[dict], path: Path) -> None:
+    """Training loss per batch kind against optimizer steps, stages in turn."""
+    from latent.plotting import figure, save_figure
+
+    fig, ax = figure(figsize=(6, 3.5), dpi=100, extra="train")
+    kinds = sorted({k for st in stages for e in st["log"] for k in e if k.startswith("loss_")})
+    for key in kinds:
+        xs, ys, offset = [], [], 0
+        for st in stages:
+            xs += [offset + e["step"] for e in st["log"] if key in e]
+            ys += [e[key] for e in st["log"] if key in e]
+            offset += st["steps"]
+        ax.plot(xs, ys, label=key.removeprefix("loss_"))
+    ax.set_xlabel("optimizer step (stages in turn)")
+    ax.set_ylabel("loss")
+    ax.set_yscale("log")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
+def _stage_line(stage: dict) -> str:
+    c = stage["config"]
+    on = [f"{k} {c[k]}" for k in ("kv_frac", "random_names", "arith_frac", "token_thought_frac", "embed_weight")
+          if c[k]] + [k for k in ("relevance_notes", "arith_skip_test_sums") if c[k]]  # fmt: skip
+    what = (f"levels {c['levels']}, anti-shortcut {c['anti_weight']}, thought-note {c['note_weight']}"
+            if c["task"] == "handoff" else f"graphs {c['graphs']}, latent share {c['latent_frac']}")  # fmt: skip
+    return (f"- {stage['steps']} steps (schedule of {c['max_steps']}), {stage['wall_s'] / 60:.1f} min, seed {c['seed']}, "
+            f"batch {c['batch_size']}, lr {c['lr']}, thoughts {c['latent_curriculum']}; {what}"
+            + "".join(f"; {x}" for x in on + ([f"working on {c['working_levels']}"] if c["working_levels"] else [])))  # fmt: skip
+
+
+def write_card(cfg: Any, stages: list[dict], before: dict, command: str) -> dict:
+    """Evaluate the saved model and write its card (card.json + README.md + loss curve) next to it and
+    into `out_dir`; returns the card."""
+    import torch
+    import transformers
+
+    from latent import load_model
+
+    path = cfg.export_path
+    after = evaluate(cfg, load_model(str(path))) if cfg.eval_n else {}
+    first = stages[0]["config"]
+    card = {
+        "name": cfg.name, "version": cfg.version, "base": first["base"], "task": cfg.task,
+        "train_command": command, "latent_steps": cfg.latent_steps,
+        "steps": sum(s["steps"] for s in stages), "wall_time_s": round(sum(s["wall_s"] for s in stages), 1),
+        "stages": [{k: s[k] for k in ("config", "steps", "wall_s")} for s in stages],
+        "eval_before": before, "eval_after": after,
+        "solver": solver_accuracy(str(path)) if first["base"].startswith("builtin:") and cfg.eval_n else None,
+        "heldout_checks": [s["heldout_checks"] for s in stages] if cfg.task == "handoff" else None,
+        "transformers_version": transformers.__version__, "torch_version": torch.__version__,
+    }  # fmt: skip
+    plot_loss(stages, path / "loss_curve.png")
+    (path / "card.json").write_text(json.dumps(card, indent=2) + "\n")
+    (Path(cfg.out_dir) / "card.json").write_text(json.dumps(card, indent=2) + "\n")
+    kind = "every weight" if cfg.builtin else f"a LoRA (r {cfg.lora_r}) and a {cfg.aligner} aligner"
+    load = (
+        f"`load_model({str(path)!r})`"
+        if cfg.builtin
+        else f'`load_model("{cfg.name}")` (its base must be pulled)'
+    )
+    (path / "README.md").write_text(f"""# {cfg.name}{f" (version {cfg.version})" if cfg.version else ""}
+
+`{first["base"]}` with its thought channel trained on the {cfg.task} task by `finetune/thought_channel.py`
+({kind}, {cfg.latent_steps} thoughts per upstream agent). Load it with {load}.
+
+## How it was made
+- Command: `{command}` ({len(stages)} stage{"s" if len(stages) > 1 else ""}, {card["wall_time_s"] / 60:.1f} min of
+  training, {cfg.threads} torch thread; every setting in `card.json`, `stages`).
+{chr(10).join(_stage_line(s) for s in stages)}
+
+![loss curve](loss_curve.png)
+
+## Held-out results
+{card_tables(card)}
+""")
+    return card

@@ -551,9 +551,7 @@ class LatentModel:
         compact = not return_state and not logits_processor
         rows = torch.arange(b, device=self.device)  # the batch row of each row of `st`
         check = self._near_limit(st.next_position, max_new_tokens)
-        # how often the loop reads back whether rows finished: every step on a CPU (free there), every
-        # `STOP_CHECK_EVERY` steps on an accelerator, where each read waits for the device to catch up
-        every = 1 if self.device.type == "cpu" else STOP_CHECK_EVERY
+        every = _stop_check_every(self.device)
         n = 0
         for n in range(max_new_tokens):
             scores = self.logits(st.last_hidden)  # (B', V), B' = rows still in the batch
@@ -731,6 +729,13 @@ class LatentModel:
 STOP_CHECK_EVERY = 8
 """Decode steps between two reads of "has every row finished?" on an accelerator. Each read waits for the
 device to finish the step; at most this many steps less one run after the last row ended (pads, dropped)."""
+
+
+def _stop_check_every(device: torch.device) -> int:
+    """How often the decode loop reads back whether rows finished: every step on a CPU (a read is free
+    there), every `STOP_CHECK_EVERY` steps on an accelerator, where each read waits for the device."""
+    return 1 if device.type == "cpu" else STOP_CHECK_EVERY
+
 
 GROUP_OVERHEAD = 24
 """Rows of compute one extra forward call costs on a CPU (it reads every weight once more): measured on

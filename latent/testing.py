@@ -91,3 +91,30 @@ def tiny_model(
     model.save_pretrained(directory)
     tok.save_pretrained(directory)
     return load_model(str(directory), device="cpu", attn_implementation="eager")
+
+
+# A Qwen3-style template in miniature: ChatML, and with `enable_thinking=False` an empty thinking block
+# after the generation prompt (Qwen3 thinks when the switch is left out).
+THINKING_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}"
+    "{% if enable_thinking is defined and enable_thinking is false %}{{ '<think>\n\n</think>\n\n' }}{% endif %}"
+    "{% endif %}"
+)
+
+
+def tiny_thinking_model(seed: int = 0) -> LatentModel:
+    """A tiny random Qwen2-shaped model whose tokenizer has `<think>`/`</think>` tokens and a Qwen3-style
+    template with the `enable_thinking` switch (in memory, not saved)."""
+    from transformers import AutoModelForCausalLM
+
+    tok = train_chat_tokenizer(_CORPUS * 4, vocab_size=320)
+    tok.add_tokens(["<think>", "</think>"])  # plain added tokens, as in Qwen3 (kept when decoding)
+    tok.chat_template = THINKING_TEMPLATE
+    torch.manual_seed(seed)
+    cfg = tiny_config("qwen2", vocab_size=len(tok))
+    cfg.pad_token_id, cfg.eos_token_id, cfg.bos_token_id = tok.pad_token_id, tok.eos_token_id, None
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager")
+    return LatentModel(model, tok)

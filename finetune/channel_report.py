@@ -16,8 +16,15 @@ from eval.report import wilson
 if TYPE_CHECKING:
     from latent import LatentModel
 
-HANDOFF_ROWS = ("no_info", "oracle", "text_mas", "latent_only", "latent_only_random", "latent_only_other",
-                "latent_only_const")  # fmt: skip
+HANDOFF_ROWS = (
+    "no_info",
+    "oracle",
+    "text_mas",
+    "latent_only",
+    "latent_only_random",
+    "latent_only_other",
+    "latent_only_const",
+)
 
 
 def evaluate(cfg: Any, lm: LatentModel) -> dict:
@@ -47,8 +54,14 @@ def evaluate(cfg: Any, lm: LatentModel) -> dict:
     out = {}
     for graph in cfg.graphs:
         for method, prompts in runs:
-            run = agents.RunConfig(method=method, latent_steps=cfg.latent_steps, max_new_tokens=cfg.max_new_tokens,
-                                   batch_size=16, threads=None, prompts=prompts)  # fmt: skip
+            run = agents.RunConfig(
+                method=method,
+                latent_steps=cfg.latent_steps,
+                max_new_tokens=cfg.max_new_tokens,
+                batch_size=16,
+                threads=None,
+                prompts=prompts,
+            )
             t0 = time.perf_counter()
             res = agents.run(graph, lm, [p.question for p in problems], config=run)
             ok = sum(extract_boxed_int(r.text) == p.answer for r, p in zip(res, problems))
@@ -62,7 +75,8 @@ def evaluate(cfg: Any, lm: LatentModel) -> dict:
 
 
 def solver_accuracy(model_path: str, seed: int = 2024, n_per_steps: int = 256) -> dict:
-    """A built-in model's solver accuracy: greedy, held-out templates, `n_per_steps` problems of 2 and 3 steps."""
+    """A built-in model's solver accuracy: greedy, held-out templates, `n_per_steps` problems of 2 and 3
+    steps."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -99,7 +113,8 @@ def card_tables(card: dict) -> str:
     )
     if card.get("solver"):
         s = card["solver"]
-        out += f"\n\nSolver accuracy (greedy, held-out templates, {s['n']} problems of 2-3 operations): {s['acc']:.1%}"
+        out += f"\n\nSolver accuracy (greedy, held-out templates, {s['n']} problems of 2-3 operations): "
+        out += f"{s['acc']:.1%}"
     return out
 
 
@@ -127,13 +142,20 @@ def plot_loss(stages: list[dict], path: Path) -> None:
 
 def _stage_line(stage: dict) -> str:
     c = stage["config"]
-    on = [f"{k} {c[k]}" for k in ("kv_frac", "random_names", "arith_frac", "token_thought_frac", "embed_weight")
-          if c[k]] + [k for k in ("relevance_notes", "arith_skip_test_sums") if c[k]]  # fmt: skip
-    what = (f"levels {c['levels']}, anti-shortcut {c['anti_weight']}, thought-note {c['note_weight']}"
-            if c["task"] == "handoff" else f"graphs {c['graphs']}, latent share {c['latent_frac']}")  # fmt: skip
-    return (f"- {stage['steps']} steps (schedule of {c['max_steps']}), {stage['wall_s'] / 60:.1f} min, seed {c['seed']}, "
-            f"batch {c['batch_size']}, lr {c['lr']}, thoughts {c['latent_curriculum']}; {what}"
-            + "".join(f"; {x}" for x in on + ([f"working on {c['working_levels']}"] if c["working_levels"] else [])))  # fmt: skip
+    keys = ("kv_frac", "random_names", "arith_frac", "token_thought_frac", "embed_weight")
+    on = [f"{k} {c[k]}" for k in keys if c[k]] + [
+        k for k in ("relevance_notes", "arith_skip_test_sums") if c[k]
+    ]
+    if c["working_levels"]:
+        on.append(f"working on {c['working_levels']}")
+    if c["task"] == "handoff":
+        what = f"levels {c['levels']}, anti-shortcut {c['anti_weight']}, thought-note {c['note_weight']}"
+    else:
+        what = f"graphs {c['graphs']}, latent share {c['latent_frac']}"
+    minutes = stage["wall_s"] / 60
+    head = f"- {stage['steps']} steps (schedule of {c['max_steps']}), {minutes:.1f} min, seed {c['seed']}"
+    tail = f"batch {c['batch_size']}, lr {c['lr']}, thoughts {c['latent_curriculum']}; {what}"
+    return f"{head}, {tail}" + "".join(f"; {x}" for x in on)
 
 
 def write_card(cfg: Any, stages: list[dict], before: dict, command: str) -> dict:
@@ -148,15 +170,22 @@ def write_card(cfg: Any, stages: list[dict], before: dict, command: str) -> dict
     after = evaluate(cfg, load_model(str(path))) if cfg.eval_n else {}
     first = stages[0]["config"]
     card = {
-        "name": cfg.name, "version": cfg.version, "base": first["base"], "task": cfg.task,
-        "train_command": command, "latent_steps": cfg.latent_steps,
-        "steps": sum(s["steps"] for s in stages), "wall_time_s": round(sum(s["wall_s"] for s in stages), 1),
+        "name": cfg.name,
+        "version": cfg.version,
+        "base": first["base"],
+        "task": cfg.task,
+        "train_command": command,
+        "latent_steps": cfg.latent_steps,
+        "steps": sum(s["steps"] for s in stages),
+        "wall_time_s": round(sum(s["wall_s"] for s in stages), 1),
         "stages": [{k: s[k] for k in ("config", "steps", "wall_s")} for s in stages],
-        "eval_before": before, "eval_after": after,
+        "eval_before": before,
+        "eval_after": after,
         "solver": solver_accuracy(str(path)) if first["base"].startswith("builtin:") and cfg.eval_n else None,
         "heldout_checks": [s["heldout_checks"] for s in stages] if cfg.task == "handoff" else None,
-        "transformers_version": transformers.__version__, "torch_version": torch.__version__,
-    }  # fmt: skip
+        "transformers_version": transformers.__version__,
+        "torch_version": torch.__version__,
+    }
     plot_loss(stages, path / "loss_curve.png")
     (path / "card.json").write_text(json.dumps(card, indent=2) + "\n")
     (Path(cfg.out_dir) / "card.json").write_text(json.dumps(card, indent=2) + "\n")
@@ -172,8 +201,8 @@ def write_card(cfg: Any, stages: list[dict], before: dict, command: str) -> dict
 ({kind}, {cfg.latent_steps} thoughts per upstream agent). Load it with {load}.
 
 ## How it was made
-- Command: `{command}` ({len(stages)} stage{"s" if len(stages) > 1 else ""}, {card["wall_time_s"] / 60:.1f} min of
-  training, {cfg.threads} torch thread; every setting in `card.json`, `stages`).
+- Command: `{command}` ({len(stages)} stage(s), {card["wall_time_s"] / 60:.1f} min of training,
+  {cfg.threads} torch thread; every setting in `card.json`, `stages`).
 {chr(10).join(_stage_line(s) for s in stages)}
 
 ![loss curve](loss_curve.png)

@@ -73,7 +73,7 @@ class ThoughtChannelConfig:
     Example:
         ```python
         from finetune.thought_channel import ThoughtChannelConfig, train_stages
-        cfg = ThoughtChannelConfig(base="smollm2-135m-instruct", task="handoff", levels=["relay"], max_steps=40)
+        cfg = ThoughtChannelConfig(base="smollm2-135m-instruct", levels=["relay"], max_steps=40)
         train_stages([cfg])
         ```
     """
@@ -171,25 +171,54 @@ class ThoughtChannelConfig:
         )
         need(set(self.working_levels) <= set(self.levels), "`working_levels` must be among `levels`")
         c = self.latent_curriculum
-        need(bool(c) and min(c) >= 1 and c[-1] == self.latent_steps,
-             f"`latent_curriculum` must be counts >= 1 ending at `latent_steps` ({self.latent_steps}), got {c}")  # fmt: skip
-        for n in ("latent_frac", "curriculum_frac", "wrong_draft_frac", "hint_frac", "text_floor", "oracle_frac",
-                  "arith_frac", "kv_frac", "random_names", "token_thought_frac"):  # fmt: skip
+        need(
+            bool(c) and min(c) >= 1 and c[-1] == self.latent_steps,
+            f"`latent_curriculum` must be counts >= 1 ending at `latent_steps` ({self.latent_steps}), "
+            f"got {c}",
+        )
+        for n in (
+            "latent_frac",
+            "curriculum_frac",
+            "wrong_draft_frac",
+            "hint_frac",
+            "text_floor",
+            "oracle_frac",
+            "arith_frac",
+            "kv_frac",
+            "random_names",
+            "token_thought_frac",
+        ):
             need(0 <= getattr(self, n) <= 1, f"`{n}` must be in [0, 1], got {getattr(self, n)}")
         for n in ("text_until", "token_thought_until"):
             need(getattr(self, n) > 0, f"`{n}` must be > 0, got {getattr(self, n)}")
         need(self.wrong_draft_frac + self.hint_frac <= 1, "`wrong_draft_frac` + `hint_frac` must be <= 1")
         need(0 <= self.max_drafts <= 3, f"`max_drafts` must be in 0-3, got {self.max_drafts}")
-        need(bool(self.problem_steps) and all(1 <= s <= 4 for s in self.problem_steps),
-             f"`problem_steps` must be operation counts in 1-4, got {self.problem_steps}")  # fmt: skip
-        for n in ("batch_size", "max_steps", "threads", "realign_every", "logging_steps", "save_steps",
-                  "lora_r", "anti_random_every", "latent_steps"):  # fmt: skip
+        need(
+            bool(self.problem_steps) and all(1 <= s <= 4 for s in self.problem_steps),
+            f"`problem_steps` must be operation counts in 1-4, got {self.problem_steps}",
+        )
+        for n in (
+            "batch_size",
+            "max_steps",
+            "threads",
+            "realign_every",
+            "logging_steps",
+            "save_steps",
+            "lora_r",
+            "anti_random_every",
+            "latent_steps",
+        ):
             need(getattr(self, n) >= 1, f"`{n}` must be >= 1, got {getattr(self, n)}")
         need(0 <= self.stop_at <= self.max_steps, f"`stop_at` must be in 0-`max_steps`, got {self.stop_at}")
-        need(self.task != "handoff" or self.batch_size >= 2 or self.anti_weight == 0,
-             "`batch_size` must be >= 2 for the anti-shortcut term (another item's thoughts); or `anti_weight` 0")  # fmt: skip
-        need(min(self.eval_n, self.max_minutes, self.warmup_steps, self.context_length, self.version) >= 0,
-             "`eval_n`, `max_minutes`, `warmup_steps`, `context_length` and `version` must be >= 0")  # fmt: skip
+        need(
+            self.task != "handoff" or self.batch_size >= 2 or self.anti_weight == 0,
+            "`batch_size` must be >= 2 for the anti-shortcut term (it reads another item's thoughts); "
+            "or set `anti_weight` 0",
+        )
+        need(
+            min(self.eval_n, self.max_minutes, self.warmup_steps, self.context_length, self.version) >= 0,
+            "`eval_n`, `max_minutes`, `warmup_steps`, `context_length` and `version` must be >= 0",
+        )
         need(self.lr > 0 and self.aligner_lr > 0, "`lr` and `aligner_lr` must be > 0")
         if self.chat_template:
             from latent.tokenizer import chat_template
@@ -334,7 +363,8 @@ def share_parts(share: str) -> tuple[str, str | None]:
 
 def holder_note(share: str, question: str, relevance: bool = False) -> str:
     """The note a holder is trained to hand on: the number first, then whose it is ("53 Sara"), so the
-    first thoughts carry the number; with `relevance`, "-" when the question names nobody the share is about."""
+    first thoughts carry the number; with `relevance`, "-" when the question names nobody the share is
+    about."""
     name, number = share_parts(share)
     if relevance and name and not re.search(rf"\b{re.escape(name)}\b", question):
         return IRRELEVANT_NOTE
@@ -437,8 +467,14 @@ def heldout_checks(cfg: ThoughtChannelConfig) -> dict:
 # ----------------------------------------------------------------------------- task handoff: losses
 
 
-def latent_state(lm: LatentModel, items, k: int, thoughts: str = "real", memory: WorkingMemory | None = None,
-                 edge: str = "latent"):  # fmt: skip
+def latent_state(
+    lm: LatentModel,
+    items,
+    k: int,
+    thoughts: str = "real",
+    memory: WorkingMemory | None = None,
+    edge: str = "latent",
+):
     """The answerer's messages and the state it reads (the holders' thoughts; `edge="kv"`: each holder's
     prompt and thoughts), with gradients."""
     import agents
@@ -534,14 +570,26 @@ def digit_ce(lm: LatentModel, seqs, logp: torch.Tensor, keep: torch.Tensor) -> t
     return -(logp * sel).sum() / sel.sum().clamp_min(1)
 
 
-def latent_loss(lm: LatentModel, items, k: int, anti_weight: float, seed: int, with_random: bool = True,
-                note_weight: float = 0.0, embed_weight: float = 0.0, token_thoughts: bool = False,
-                edge: str = "latent", working: bool = False, relevance: bool = False) -> tuple[torch.Tensor, dict]:  # fmt: skip
+def latent_loss(
+    lm: LatentModel,
+    items,
+    k: int,
+    anti_weight: float,
+    seed: int,
+    with_random: bool = True,
+    note_weight: float = 0.0,
+    embed_weight: float = 0.0,
+    token_thoughts: bool = False,
+    edge: str = "latent",
+    working: bool = False,
+    relevance: bool = False,
+) -> tuple[torch.Tensor, dict]:
     """Answer cross-entropy after k thoughts per holder, plus the weighted terms; (loss, logged parts).
 
     `token_thoughts`: the note tokens' embeddings stand where the thoughts go; the note and embed terms then
     train the writer on the holder's hidden states under the note tokens. On kv edges the random-thought part
-    of the anti-shortcut term is skipped: the holder's prompt, which the answerer reads too, holds the share."""
+    of the anti-shortcut term is skipped: the holder's prompt, which the answerer reads too, holds the
+    share."""
     from agents.latentmas import derangement
     from latent.memory import WorkingMemory
 
@@ -569,8 +617,10 @@ def latent_loss(lm: LatentModel, items, k: int, anti_weight: float, seed: int, w
             loss = loss + weight * value
     if anti_weight > 0:
         # with working, only the operands copied from the thoughts ("23 + 14") are pushed down
-        anti_seqs = [ids_and_labels(lm.tokenizer, m, t.split(" =")[0], eos=False) if " = " in t else s
-                     for m, s, t in zip(msgs, seqs, targets)]  # fmt: skip
+        anti_seqs = [
+            ids_and_labels(lm.tokenizer, m, t.split(" =")[0], eos=False) if " = " in t else s
+            for m, s, t in zip(msgs, seqs, targets)
+        ]
         states = [state.select_rows(derangement(len(items), seed))]
         if with_random and edge == "latent":
             states.append(latent_state(lm, items, k, thoughts="random")[1])
@@ -613,8 +663,10 @@ def oracle_seqs(tok: PreTrainedTokenizerBase, items, working: bool = False):
     from agents.handoff import PROMPT_SET
 
     prompts = PromptSet.load(PROMPT_SET)
-    return [ids_and_labels(tok, prompts.messages("answerer", th.oracle_question(it)), answer_target(it, working))
-            for it in items]  # fmt: skip
+    return [
+        ids_and_labels(tok, prompts.messages("answerer", th.oracle_question(it)), answer_target(it, working))
+        for it in items
+    ]
 
 
 def handoff_batch(cfg: ThoughtChannelConfig, lm: LatentModel, step: int, rng: random.Random, arith: list):
@@ -639,9 +691,19 @@ def handoff_batch(cfg: ThoughtChannelConfig, lm: LatentModel, step: int, rng: ra
     tok_p = cfg.token_thought_frac * max(0.0, 1 - prog / cfg.token_thought_until)
     token = edge == "latent" and tok_p > 0 and rng.random() < tok_p
     loss, parts = latent_loss(
-        lm, items, cfg.thoughts_at(step), cfg.anti_weight, cfg.seed + step, step % cfg.anti_random_every == 0,
-        cfg.note_weight, cfg.embed_weight, token, edge, working, cfg.relevance_notes,
-    )  # fmt: skip
+        lm,
+        items,
+        cfg.thoughts_at(step),
+        cfg.anti_weight,
+        cfg.seed + step,
+        step % cfg.anti_random_every == 0,
+        cfg.note_weight,
+        cfg.embed_weight,
+        token,
+        edge,
+        working,
+        cfg.relevance_notes,
+    )
     return ("token" if token else "latent_kv" if edge == "kv" else "latent"), loss, parts
 
 
@@ -649,7 +711,8 @@ def handoff_batch(cfg: ThoughtChannelConfig, lm: LatentModel, step: int, rng: ra
 
 
 def prepare(cfg: ThoughtChannelConfig, lm: LatentModel):
-    """(trainable model, AdamW parameter groups): every weight, or a LoRA + a trained aligner on a frozen base."""
+    """(trainable model, AdamW parameter groups): every weight, or a LoRA + a trained aligner on a frozen
+    base."""
     from latent.model import LatentModel
     from latent.realign import TrainableAligner
 
@@ -663,11 +726,17 @@ def prepare(cfg: ThoughtChannelConfig, lm: LatentModel):
         p.requires_grad_(False)
     torch.manual_seed(cfg.seed)
     aligner = TrainableAligner.from_model(lm, kind=cfg.aligner)
-    lora = LoraConfig(r=cfg.lora_r, lora_alpha=2 * cfg.lora_r, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
-                      lora_dropout=0.0)  # fmt: skip
+    lora = LoraConfig(
+        r=cfg.lora_r,
+        lora_alpha=2 * cfg.lora_r,
+        target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
+        lora_dropout=0.0,
+    )
     net = get_peft_model(lm.model, lora)
-    groups = [{"params": [p for p in net.parameters() if p.requires_grad], "lr": cfg.lr},
-              {"params": list(aligner.parameters()), "lr": cfg.aligner_lr}]  # fmt: skip
+    groups = [
+        {"params": [p for p in net.parameters() if p.requires_grad], "lr": cfg.lr},
+        {"params": list(aligner.parameters()), "lr": cfg.aligner_lr},
+    ]
     return LatentModel(net, lm.tokenizer, realign=aligner), groups
 
 
@@ -676,8 +745,17 @@ def _checkpoint(cfg: ThoughtChannelConfig, lm: LatentModel, opt, step: int, log:
     aligner = lm.aligner.state_dict() if isinstance(lm.aligner, nn.Module) else None
     path = Path(cfg.out_dir) / "checkpoint.pt"
     path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"step": step, "params": state, "aligner": aligner, "opt": opt.state_dict(), "log": log, "wall": wall},
-               path.with_suffix(".partial"))  # fmt: skip
+    torch.save(
+        {
+            "step": step,
+            "params": state,
+            "aligner": aligner,
+            "opt": opt.state_dict(),
+            "log": log,
+            "wall": wall,
+        },
+        path.with_suffix(".partial"),
+    )
     os.replace(path.with_suffix(".partial"), path)
 
 
@@ -719,8 +797,12 @@ def train(cfg: ThoughtChannelConfig, lm: LatentModel) -> tuple[LatentModel, list
         done = step + 1 == end or (cfg.max_minutes and time.perf_counter() - t0 > 60 * cfg.max_minutes)
         if (step + 1) % cfg.logging_steps == 0 or done:
             losses = [v for vs in window.values() for v in vs]
-            entry = {"step": step + 1, "s": round(time.perf_counter() - t0, 1), "k": cfg.thoughts_at(step),
-                     "loss": round(sum(losses) / len(losses), 4)}  # fmt: skip
+            entry = {
+                "step": step + 1,
+                "s": round(time.perf_counter() - t0, 1),
+                "k": cfg.thoughts_at(step),
+                "loss": round(sum(losses) / len(losses), 4),
+            }
             entry |= {f"loss_{k}": round(sum(v) / len(v), 4) for k, v in window.items()}
             log.append(entry | {k: round(v, 4) for k, v in parts.items()})
             logger.info(json.dumps(log[-1]))
@@ -751,8 +833,10 @@ def load_base(cfg: ThoughtChannelConfig) -> LatentModel:
 
         lm.tokenizer.chat_template = chat_template(cfg.chat_template)  # saved with the model
     if lm.tokenizer.chat_template is None:
-        raise ValueError(f"{cfg.base!r} has no chat template, which the agents' prompts need: pass "
-                         "`--chat-template gemma` (or chatml, or a Jinja file).")  # fmt: skip
+        raise ValueError(
+            f"{cfg.base!r} has no chat template, which the agents' prompts need: pass "
+            "`--chat-template gemma` (or chatml, or a Jinja file)."
+        )
     return lm
 
 
@@ -760,7 +844,8 @@ def save_model(lm: LatentModel, out: str | Path, base: str = "") -> Path:
     """Save a trained channel where `load_model(out)` (or, in the cache, `load_model(NAME)`) finds it: the
     weights + tokenizer of a full fine-tune, or the LoRA adapter + aligner + tokenizer, the adapter naming
     its base as given (`base`: a pulled name, builtin:<name> or a hub id), not as a path on this machine,
-    so the adapter loads wherever that base is. The previous copy stays whole until the new one is in place."""
+    so the adapter loads wherever that base is. The previous copy stays whole until the new one is in
+    place."""
     out = Path(out)
     tmp, old = out.with_name(out.name + ".partial"), out.with_name(out.name + ".old")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -827,8 +912,10 @@ def stage_configs(args: argparse.Namespace) -> list[ThoughtChannelConfig]:
     plain = argparse.Namespace(**{**vars(args), "config": None})
     top = config_from_args(ThoughtChannelConfig, plain, presets=recipe)
     if len(stages) > 1 and not top.builtin:
-        raise UsageError("a recipe with several `stages` trains every weight: use a built-in base or "
-                         "`trainable: all` (LoRA stages would stack adapters)")  # fmt: skip
+        raise UsageError(
+            "a recipe with several `stages` trains every weight: use a built-in base or "
+            "`trainable: all` (LoRA stages would stack adapters)"
+        )
     cfgs: list[ThoughtChannelConfig] = []
     for i, over in enumerate(stages):
         fixed = {}
@@ -852,7 +939,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Train every stage of the parsed recipe and flags, then log the held-out tables and where the model is."""
+    """Train every stage of the parsed recipe and flags; log the held-out tables and where the model is."""
     from finetune import channel_report as report
 
     cfgs = stage_configs(args)

@@ -30,7 +30,7 @@ CHANNEL_RECIPES = sorted(f for f in RECIPES.rglob("*.yaml") if f.name != "arith-
 @pytest.mark.parametrize("prompts", ["default", "compact"])
 @pytest.mark.parametrize("graph", ["sequential", "hierarchical", Graph.hierarchical("latent")])
 def test_final_agent_view_is_what_run_decodes_after(llama, graph, prompts):
-    """The final agent's view plus its prompt, decoded greedily, gives exactly `agents.run`'s latent_mas text."""
+    """The final agent's view plus its prompt, decoded greedily, gives `agents.run`'s latent_mas text."""
     cfg = RunConfig(method="latent_mas", latent_steps=3, max_new_tokens=6, threads=None, prompts=prompts)
     expected = [r.text for r in agents.run(graph, llama, QUESTIONS, config=cfg)]
     msgs, state = final_agent_view(graph, llama, QUESTIONS, cfg)
@@ -50,8 +50,17 @@ def test_grad_memory_equals_inference_memory_and_carries_gradients(llama, graph)
 
 
 def _arith(tmp_path, **kw) -> tc.ThoughtChannelConfig:
-    base = dict(task="arith", trainable="all", out_dir=str(tmp_path), latent_steps=2, latent_curriculum=[1, 2],
-                batch_size=2, eval_n=0, graphs=["sequential"], problem_steps=[1])  # fmt: skip
+    base = dict(
+        task="arith",
+        trainable="all",
+        out_dir=str(tmp_path),
+        latent_steps=2,
+        latent_curriculum=[1, 2],
+        batch_size=2,
+        eval_n=0,
+        graphs=["sequential"],
+        problem_steps=[1],
+    )
     return tc.ThoughtChannelConfig(**{**base, **kw})
 
 
@@ -134,17 +143,45 @@ def test_the_name_and_out_dir_follow_the_base_and_task():
 
 
 def _recipe_args(recipe: Path, base: str, out: Path) -> list[str]:
-    return ["finetune", "mas", "--config", str(recipe), "--base", base, "--out-dir", str(out / "run"),
-            "--export-dir", str(out / "model"), "--max-steps", "2", "--stop-at", "0", "--batch-size", "2",
-            "--eval-n", "0", "--logging-steps", "1", "--threads", "1"]  # fmt: skip
+    return [
+        "finetune",
+        "mas",
+        "--config",
+        str(recipe),
+        "--base",
+        base,
+        "--out-dir",
+        str(out / "run"),
+        "--export-dir",
+        str(out / "model"),
+        "--max-steps",
+        "2",
+        "--stop-at",
+        "0",
+        "--batch-size",
+        "2",
+        "--eval-n",
+        "0",
+        "--logging-steps",
+        "1",
+        "--threads",
+        "1",
+    ]
 
 
 def test_every_recipe_names_its_command_and_runs_two_steps_per_stage_on_a_tiny_model(llama, tmp_path):
     """Each channel recipe opens with the command that runs it, loads (stages and all) into the config,
     and trains two steps per stage on the tiny model through `latentworks finetune mas`."""
     names = [f.name for f in CHANNEL_RECIPES]
-    assert names == ["arith-mini-v4.yaml", "arith-mini-v5.yaml", "arith-mini-v6.yaml", "arith-mini-v7.yaml",
-                     "arith-mini-v8.yaml", "gemma-3-270m-handoff.yaml", "smollm2-135m-instruct-handoff.yaml"]  # fmt: skip
+    assert names == [
+        "arith-mini-v4.yaml",
+        "arith-mini-v5.yaml",
+        "arith-mini-v6.yaml",
+        "arith-mini-v7.yaml",
+        "arith-mini-v8.yaml",
+        "gemma-3-270m-handoff.yaml",
+        "smollm2-135m-instruct-handoff.yaml",
+    ]
     for f in CHANNEL_RECIPES:
         first = f.read_text().splitlines()[0]
         assert first == f"# latentworks finetune mas --config finetune/recipes/{f.name}", first
@@ -213,9 +250,29 @@ def test_task_handoff_route_saves_a_channel_load_model_finds_by_name(llama, tmp_
     cache = tmp_path / "cache"
     monkeypatch.setenv("LATENTWORKS_CACHE", str(cache))
     shutil.copytree(llama.model.name_or_path, cache / "models" / "tiny-base")
-    argv = ["finetune", "mas", "--task", "handoff", "--base", "tiny-base", "--levels", "relay", "--max-steps", "3",
-            "--batch-size", "2", "--latent-curriculum", "2", "4", "--eval-n", "2", "--lr", "0.01",
-            "--out-dir", str(tmp_path / "run")]  # fmt: skip
+    argv = [
+        "finetune",
+        "mas",
+        "--task",
+        "handoff",
+        "--base",
+        "tiny-base",
+        "--levels",
+        "relay",
+        "--max-steps",
+        "3",
+        "--batch-size",
+        "2",
+        "--latent-curriculum",
+        "2",
+        "4",
+        "--eval-n",
+        "2",
+        "--lr",
+        "0.01",
+        "--out-dir",
+        str(tmp_path / "run"),
+    ]
     assert main(argv) == 0
     saved = cache / "models" / "tiny-base-handoff"
     conf = json.loads((saved / "adapter_config.json").read_text())
@@ -235,9 +292,17 @@ def test_task_handoff_route_saves_a_channel_load_model_finds_by_name(llama, tmp_
 
 
 def test_a_resumed_run_ends_where_an_unbroken_one_does(llama, tmp_path):
-    """Stopped by `stop_at` after a checkpoint, then resumed, a run ends with the weights of an unbroken run."""
-    kw = dict(base=llama.model.name_or_path, levels=["relay"], max_steps=4, batch_size=2, latent_curriculum=[4],
-              save_steps=2, text_until=0.5, logging_steps=1)  # fmt: skip
+    """Stopped by `stop_at` after a checkpoint, then resumed, a run ends where an unbroken run ends."""
+    kw = dict(
+        base=llama.model.name_or_path,
+        levels=["relay"],
+        max_steps=4,
+        batch_size=2,
+        latent_curriculum=[4],
+        save_steps=2,
+        text_until=0.5,
+        logging_steps=1,
+    )
     whole, _, _ = tc.train(
         tc.ThoughtChannelConfig(out_dir=str(tmp_path / "a"), **kw), load_model(llama.model.name_or_path)
     )
@@ -245,7 +310,9 @@ def test_a_resumed_run_ends_where_an_unbroken_one_does(llama, tmp_path):
         tc.ThoughtChannelConfig(out_dir=str(tmp_path / "b"), stop_at=3, **kw),
         load_model(llama.model.name_or_path),
     )
-    again, log, _ = tc.train(tc.ThoughtChannelConfig(out_dir=str(tmp_path / "b"), resume=True, **kw),
-                             load_model(llama.model.name_or_path))  # fmt: skip
+    again, log, _ = tc.train(
+        tc.ThoughtChannelConfig(out_dir=str(tmp_path / "b"), resume=True, **kw),
+        load_model(llama.model.name_or_path),
+    )
     assert [e["step"] for e in log] == [1, 2, 3, 4]  # the checkpoint's log, then the resumed steps
     torch.testing.assert_close(_thoughts(again), _thoughts(whole), rtol=1e-4, atol=1e-5)

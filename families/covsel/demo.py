@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from eval.report import wilson
 from latent.args import UsageError
 
 from ..demo_cli import demo_config, finish_demo, run_demo
@@ -198,13 +199,11 @@ def nsw_part(alpha: float) -> dict:
 
 
 def _wilson(k: int, n: int, z: float = 1.96) -> str:
-    """95% Wilson interval of a pooled rate k / n."""
+    """A pooled rate k / n with its 95% Wilson interval (`eval.report.wilson`), as the tables print it."""
     if n == 0:
         return "n/a"
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return f"{p:.3f} [{max(centre - half, 0):.3f}, {min(centre + half, 1):.3f}]"
+    lo, hi = wilson(k, n, z)
+    return f"{k / n:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
 def _print_oracle(tag: str, runs: list[dict], n_graphs: int, n_nodes: int) -> None:

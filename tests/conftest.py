@@ -1,11 +1,19 @@
-"""Shared fixtures: tiny random models built once per session (no network)."""
+"""Shared fixtures: tiny random models built once per session (no network), and the test tiers.
+
+Tiers: the default run is the fast tier; `python -m pytest -m real` runs the real tier (off by default
+through pyproject's addopts). Everything under tests/real/ is marked `real` here, by folder, so a new
+real-checkpoint file joins the tier on its own; other real-tier tests carry `pytest.mark.real` in their file.
+"""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 import torch
+
+REAL_DIR = Path(__file__).parent / "real"
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -28,3 +36,10 @@ def tiny_models(tmp_path_factory):
 @pytest.fixture(scope="session")
 def llama(tiny_models):
     return tiny_models["llama"]
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own hook deselects by `-m`
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if REAL_DIR in item.path.parents:
+            item.add_marker(pytest.mark.real)

@@ -17,6 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from latentworks.cli import list_families  # noqa: E402
 
+pytestmark = pytest.mark.real  # builds a venv and pip-installs into it: the real tier
+
 HELP_BUDGET_S = 2.0
 LIGHT_CORE = ("pyyaml", "omegaconf", "lazy-loader")  # the core dependencies that are not torch/transformers
 

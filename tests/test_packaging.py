@@ -11,6 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.real  # copies the checkout and builds a wheel with pip: the real tier
 def test_wheel_contains_builtin_models_prompts_and_configs(tmp_path):
     """Build the wheel and list it: checkpoints, card, prompts and YAML presets are all inside."""
     pytest.importorskip("setuptools", reason="building the wheel without isolation needs setuptools")

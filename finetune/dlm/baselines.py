@@ -234,4 +234,5 @@ def save_policy(policy: BCPolicy | CQLPolicy, path: str | Path) -> None:
 
 
 def load_policy(path: str | Path) -> BCPolicy | CQLPolicy:
+    """A BC or CQL policy saved by `save_policy`."""
     return torch.load(str(path), weights_only=False)

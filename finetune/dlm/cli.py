@@ -102,6 +102,7 @@ def eval_needs_sft(cfg: DLMConfig) -> bool:
 
 
 def stage_data(cfg: DLMConfig, force: bool) -> None:
+    """Generate the offline dataset into `run_dir/data` (kept unless `force`)."""
     from finetune.dlm.data import generate_dataset
 
     out = Path(cfg.run_dir) / "data"
@@ -124,6 +125,7 @@ def _trained(run: Path, stage: str, force: bool) -> bool:
 
 
 def stage_sft(cfg: DLMConfig, force: bool) -> None:
+    """Supervised fine-tuning of the DLM, one run per training seed (finished runs kept unless `force`)."""
     from finetune.dlm.sft import run_sft
 
     for seed in cfg.train_seeds:
@@ -135,6 +137,7 @@ def stage_sft(cfg: DLMConfig, force: bool) -> None:
 
 
 def stage_grpo(cfg: DLMConfig, force: bool) -> None:
+    """GRPO from each SFT run, with the return model it is rewarded by (finished runs kept unless `force`)."""
     from finetune.dlm.data import load_dataset_dir
     from finetune.dlm.grpo import grpo_samples, run_grpo, train_return_model
 
@@ -171,6 +174,7 @@ def _baseline_file(cfg: DLMConfig, seed: int, method: str, env: str) -> Path:
 
 
 def stage_baselines(cfg: DLMConfig, force: bool) -> None:
+    """Train the offline baselines (BC, CQL, the mixer CQL) on the dataset (kept unless `force`)."""
     from finetune.dlm.baselines import save_policy, train_bc, train_cql
     from finetune.dlm.data import load_dataset_dir
     from finetune.dlm.marl_baselines import joint_arrays, train_mixer_cql
@@ -264,6 +268,7 @@ def _policies(cfg: DLMConfig) -> list[tuple]:
 
 
 def stage_eval(cfg: DLMConfig, force: bool) -> None:
+    """Evaluate every trained policy and baseline on fresh episodes; write the results."""
     from tqdm.auto import tqdm
 
     from finetune.dlm.evaluate import run_episodes

@@ -58,6 +58,7 @@ def action_names(env_name: str) -> tuple[str, ...]:
 
 
 def system_prompt(env_name: str) -> str:
+    """The system prompt of environment `env_name` (an unknown name raises)."""
     action_names(env_name)  # validates the name
     return f"You are {_DESCRIPTIONS[env_name]}. Reply with one legal action."
 

@@ -31,6 +31,7 @@ def _ci(t: tuple[float, float, float], digits: int = 2) -> str:
 
 
 def results_markdown(results: list[dict[str, Any]], cfg: Any) -> str:
+    """Markdown report of the evaluation `results` under the run config `cfg`."""
     reps = cfg.eval.bootstrap_reps
     lines = [
         f"Environments {', '.join(f'`{e}`' for e in cfg.envs())}; training seeds {list(cfg.train_seeds)}; "

@@ -32,6 +32,7 @@ def _poi(x, y, reps: int) -> str:
 
 
 def summary_markdown(run_dirs: list[str | Path], reps: int = 2000) -> str:
+    """One markdown table over the runs in `run_dirs`: returns, win rates and pairwise probabilities."""
     lines = [
         "| run | scenario | method | runs x episodes | team return IQM [95% CI] | win rate [95% CI] | "
         "free-decoding invalid rate | P(DLM-SFT > method) | P(DLM-GRPO > method) |",
@@ -75,12 +76,14 @@ class SummaryConfig:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The summary flags, from `SummaryConfig`."""
     from latent.args import add_config_arguments
 
     add_config_arguments(parser, SummaryConfig, files=False)
 
 
 def run(args: argparse.Namespace) -> int:
+    """Print the summary table of the parsed run directories."""
     from latent.args import UsageError, config_from_args
 
     cfg = config_from_args(SummaryConfig, args, files=False)
@@ -92,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """`python -m finetune.dlm.summary`: the same command as a script."""
     from latent.args import run_script
 
     return run_script("python -m finetune.dlm.summary", __doc__.splitlines()[0], add_arguments, run, argv)

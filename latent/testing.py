@@ -105,12 +105,17 @@ THINKING_TEMPLATE = (
 )
 
 
+def tiny_tokenizer():
+    """The tiny models' tokenizer: a 320-entry ChatML BPE trained here on a few sentences (no hub)."""
+    return train_chat_tokenizer(_CORPUS * 4, vocab_size=320)
+
+
 def tiny_thinking_model(seed: int = 0) -> LatentModel:
     """A tiny random Qwen2-shaped model whose tokenizer has `<think>`/`</think>` tokens and a Qwen3-style
     template with the `enable_thinking` switch (in memory, not saved)."""
     from transformers import AutoModelForCausalLM
 
-    tok = train_chat_tokenizer(_CORPUS * 4, vocab_size=320)
+    tok = tiny_tokenizer()
     tok.add_tokens(["<think>", "</think>"])  # plain added tokens, as in Qwen3 (kept when decoding)
     tok.chat_template = THINKING_TEMPLATE
     torch.manual_seed(seed)

@@ -131,10 +131,9 @@ def _timed(fn):
 
 def tokenizer():
     """A small ChatML tokenizer trained here (no hub)."""
-    from latent.testing import _CORPUS
-    from latent.tokenizer import train_chat_tokenizer
+    from latent.testing import tiny_tokenizer
 
-    return train_chat_tokenizer(_CORPUS * 4, vocab_size=320)
+    return tiny_tokenizer()
 
 
 def build(shape: str, tiny: bool, device: str, dtype):

@@ -24,11 +24,12 @@ def measured(tiny_eval, model_dir, tmp_path_factory):
 
     mp = pytest.MonkeyPatch()
     seen, needs = [], {}
-    check, run = LatentModel._check_context, agents.run
+    forward, run = LatentModel._forward, agents.run
 
-    def spy_check(self, lengths):
-        seen.append(int(lengths.max()))
-        return check(self, lengths)
+    def spy_forward(self, embeds, mask, state, check=True):  # every forward (loops check the context rarely)
+        start = 0 if state is None else state.next_position
+        seen.append(int((start + mask.sum(1)).max()))
+        return forward(self, embeds, mask, state, check)
 
     def spy_run(graph, model, questions, config=None, **kw):
         seen.clear()
@@ -36,7 +37,7 @@ def measured(tiny_eval, model_dir, tmp_path_factory):
         needs[questions[0], config.method] = max(seen)
         return out
 
-    mp.setattr(LatentModel, "_check_context", spy_check)
+    mp.setattr(LatentModel, "_forward", spy_forward)
     mp.setattr(agents, "run", spy_run)
     cfg = tiny_eval(tmp_path_factory.mktemp("full") / "run", batch_size=1, **RUN)
     try:

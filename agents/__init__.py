@@ -14,6 +14,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
     submod_attrs={
         "config": ["DEFAULT_LATENT_STEPS", "METHODS", "RunConfig"],
         "graph": ["Agent", "Edge", "Graph", "HANDOFF_MODES"],
+        "graph_models": ["check_graph_models", "load_graph_models"],
         "handoff": ["handoff_graph", "route_shares", "upstream_agents"],
         "latentmas": ["final_agent_view", "question_in_memory", "run"],
         "prompts": ["PromptSet"],

@@ -32,9 +32,13 @@ class Agent:
 
 @dataclass
 class Edge:
+    """A hand-off `src -> dst`; `bridge` names the trained `latent.bridge.Bridge` a `latent` edge between
+    two different models reads the sender's thoughts through."""
+
     src: str
     dst: str
     mode: str = "kv"
+    bridge: str | None = None
 
 
 @dataclass
@@ -75,6 +79,12 @@ class Graph:
                     problems.append(f"edge {e.src}->{e.dst} names unknown agent {end!r}")
             if e.src == e.dst:
                 problems.append(f"edge {e.src}->{e.dst} is a self-loop")
+            if e.bridge is not None and (e.mode != "latent" or not isinstance(e.bridge, str) or not e.bridge):
+                problems.append(
+                    f"edge {e.src}->{e.dst} names bridge {e.bridge!r} on a {e.mode!r} edge: a bridge carries "
+                    "latent thoughts between two models, so it goes on a `latent` edge and names a bridge "
+                    "(kv caches never cross models)"
+                )
         if not problems:
             stuck = self._cycle_agents()
             if stuck:
@@ -151,11 +161,11 @@ class Graph:
 
     def edge_list(self) -> list[str]:
         """Every edge as 'src->dst:mode', in order: what a run's manifest records of the graph it ran."""
-        return [f"{e.src}->{e.dst}:{e.mode}" for e in self.edges]
+        return [f"{e.src}->{e.dst}:{e.mode}" + (f"@{e.bridge}" if e.bridge else "") for e in self.edges]
 
     @classmethod
     def from_dict(cls, spec: dict) -> Graph:
-        """{"name": ..., "agents": [{"name", "role", "model"?}], "edges": [{"src", "dst", "mode"?}]}"""
+        """{"name": ..., "agents": [{"name", "role", "model"?}], "edges": [{"src", "dst", "mode"?, "bridge"?}]}"""
         if not isinstance(spec, dict) or "agents" not in spec:
             raise ValueError("a graph spec must be a mapping with an `agents` list (and optional `edges`).")
         try:
@@ -164,7 +174,7 @@ class Graph:
         except TypeError as err:
             raise ValueError(
                 f"bad agent or edge entry in graph spec ({err}); agents take name, role, model and "
-                "edges take src, dst, mode."
+                "edges take src, dst, mode, bridge."
             ) from err
         return cls(agents, edges, name=spec.get("name", "custom"))
 

@@ -26,6 +26,7 @@ from agents.handoff import route_shares
 from agents.inputs import check_questions
 from agents.prompts import PromptSet
 from agents.results import AgentStats, Result
+from latent.bridge import Bridge
 from latent.memory import WorkingMemory
 from latent.model import LatentModel
 from latent.realign import RandomThoughts
@@ -55,12 +56,16 @@ def run(
     method: str = "latent_mas",
     config: RunConfig | None = None,
     shares: list[list[str]] | None = None,
+    bridges: dict[str, Bridge] | None = None,
     **overrides,
 ) -> list[Result]:
     """Run `method` on `graph` for every question; returns one `Result` per question, in order.
 
     `shares` (hand-off tasks): per question, one text per upstream agent in graph order; agent i reads
     its own share before the question, and no other agent reads it (the final agent never does).
+    `model` may map the graph's model keys (`Agent.model`, "default" for none) to models; a `latent` edge
+    between two models reads through the bridge it names (`Edge.bridge`), taken from `bridges` (bridge name
+    -> `Bridge`) or loaded by name.
 
     Example:
         >>> from latent import load_model
@@ -78,7 +83,7 @@ def run(
     for a in g.agents:
         if a.role not in prompts.system:
             raise ValueError(f"agent {a.name!r} has role {a.role!r}, which prompt set {cfg.prompts!r} lacks.")
-    models = resolve_models(g, model)
+    models, edge_bridges = resolve_models(g, model, bridges, with_bridges=True)
     routed = route_shares(g, shares, len(questions))
     if cfg.thoughts in ("other", "mean") and cfg.method == "latent_mas":
         if any(len(questions[s : s + cfg.batch_size]) < 2 for s in range(0, len(questions), cfg.batch_size)):
@@ -107,15 +112,22 @@ def run(
         # on the final agent's device, so sampling draws there (a CPU generator would copy B x V per step)
         gen = torch.Generator(models[g.final].device).manual_seed(cfg.seed + i) if cfg.do_sample else None
         part = {a: rows[start : start + cfg.batch_size] for a, rows in routed.items()}
-        results.extend(_run_batch(g, models, chunk, cfg, prompts, gen, decoder, part))
+        results.extend(_run_batch(g, models, chunk, cfg, prompts, gen, decoder, part, edge_bridges))
     return results
 
 
-def resolve_models(g: Graph, model: LatentModel | dict[str, LatentModel]) -> dict[str, LatentModel]:
-    """Agent name -> model, checked before anything runs: every `kv`/`latent` edge must join models
-    that can read each other's KV cache (same tokenizer, hidden size, layers and KV heads)."""
+def resolve_models(
+    g: Graph,
+    model: LatentModel | dict[str, LatentModel],
+    bridges: dict[str, Bridge] | None = None,
+    with_bridges: bool = False,
+):
+    """Agent name -> model, checked before anything runs: every `kv` edge, and every `latent` edge without
+    a bridge, must join models that can read each other's KV cache (same tokenizer, hidden size, layers and
+    KV heads); a `latent` edge with a bridge must join two such different models of the bridge's widths.
+    Every problem is named in one error. `with_bridges=True` also returns (src, dst) -> `Bridge`."""
     if isinstance(model, LatentModel):
-        return {a.name: model for a in g.agents}
+        model = {a.model or "default": model for a in g.agents}
     if not isinstance(model, dict):
         raise TypeError(f"`model` must be a LatentModel or a dict of them, got {type(model).__name__}.")
     out = {}
@@ -126,19 +138,48 @@ def resolve_models(g: Graph, model: LatentModel | dict[str, LatentModel]) -> dic
                 f"agent {a.name!r} asks for model {key!r}, which is not in `model` ({sorted(model)})."
             )
         out[a.name] = model[key]
-    problems = []
+    problems, edge_bridges = [], {}
     for e in g.edges:
-        if e.mode == "text" or out[e.src] is out[e.dst]:
+        if e.mode == "text":
             continue
-        a, b = out[e.src], out[e.dst]
-        why = _kv_incompatibility(a, b)
-        if why:
-            problems.append(f"{e.mode} edge {e.src}->{e.dst}: {why}")
+        pair = f"models {g.agent(e.src).model or 'default'!r} and {g.agent(e.dst).model or 'default'!r}"
+        why = None if out[e.src] is out[e.dst] else _kv_incompatibility(out[e.src], out[e.dst])
+        if e.bridge and why is None:
+            problems.append(
+                f"latent edge {e.src}->{e.dst} names bridge {e.bridge!r} but joins {pair}, which share a "
+                "cache: drop `bridge`"
+            )
+        elif e.bridge:
+            try:
+                bridge = (bridges or {}).get(e.bridge) or Bridge.from_pretrained(e.bridge, out[e.dst].device)
+            except FileNotFoundError as err:
+                problems.append(f"latent edge {e.src}->{e.dst}: {str(err).rstrip('.')}")
+                continue
+            bad = bridge.check(out[e.src], out[e.dst])
+            if bad:
+                problems.append(
+                    f"latent edge {e.src}->{e.dst} joins {pair}, but bridge {e.bridge!r} does not fit: {bad}"
+                )
+            edge_bridges[(e.src, e.dst)] = bridge
+        elif why:
+            problems.append(cross_model_problem(e, pair, why))
     if problems:
-        raise ValueError(
-            "models cannot share latent memory: " + "; ".join(problems) + ". Use a `text` edge instead."
+        raise ValueError("models cannot share latent memory: " + "; ".join(problems) + ".")
+    return (out, edge_bridges) if with_bridges else out
+
+
+def cross_model_problem(e: Edge, pair: str, why: str) -> str:
+    """What is wrong with a `kv`/`latent` edge between two models whose caches differ, and the fix."""
+    fix = (
+        "name a trained bridge on the edge (`bridge: NAME`; `latentworks finetune mas --sender SENDER "
+        "--base RECEIVER` trains one) or make it a `text` edge"
+    )
+    if e.mode == "kv":
+        fix = (
+            "kv edges cannot cross models (a kv edge hands on the cache, and the caches differ): make it a "
+            f"`latent` edge and {fix.removesuffix(' or make it a `text` edge')}, or a `text` edge"
         )
-    return out
+    return f"{e.mode} edge {e.src}->{e.dst} joins {pair} ({why}): {fix}"
 
 
 def _kv_incompatibility(a: LatentModel, b: LatentModel) -> str | None:
@@ -160,6 +201,7 @@ class _Batch:
     memory: WorkingMemory
     holds: dict[str, list[int]] = field(default_factory=dict)  # agent -> memory segments it holds
     texts: dict[str, list[Context]] = field(default_factory=dict)  # agent -> per row: text read/written
+    bridges: dict[tuple[str, str], Bridge] = field(default_factory=dict)  # cross-model latent edges
     final_text: list[str] = field(default_factory=list)
     shares: dict[str, list[str | None]] = field(default_factory=dict)  # agent -> per row: its own share
 
@@ -180,6 +222,7 @@ class AgentStep:
     visible: list[int]  # memory segments it reads, in creation (= topological) order
     state: LatentState | None = None
     own: list[int] = field(default_factory=list)  # segments its state holds after the turn
+    bridged: dict[int, Bridge] = field(default_factory=dict)  # segments it reads through a bridge
     started: float = field(default_factory=time.perf_counter)
 
     def record(self, attr: str, values) -> None:
@@ -196,9 +239,10 @@ def _run_batch(
     gen: torch.Generator | None,
     decoder,
     shares: dict[str, list[str | None]] | None = None,
+    bridges: dict[tuple[str, str], Bridge] | None = None,
 ) -> list[Result]:
     batch = _Batch(questions, WorkingMemory(models[g.final]), final_text=[""] * len(questions))
-    batch.shares = dict(shares or {})
+    batch.shares, batch.bridges = dict(shares or {}), dict(bridges or {})
     order = [g.final] if cfg.method == "single" else g.order()
     steps = []
     for name in order:
@@ -220,11 +264,12 @@ def _run_batch(
 
 def final_agent_view(
     graph: str | Graph,
-    model: LatentModel,
+    model: LatentModel | dict[str, LatentModel],
     questions: list[str],
     config: RunConfig,
     memory: WorkingMemory | None = None,
     shares: list[list[str]] | None = None,
+    bridges: dict[str, Bridge] | None = None,
 ) -> tuple[list[list[dict]], LatentState | None]:
     """latent_mas up to the final agent: every upstream agent reads its view of the memory, writes its
     prompt and thinks, exactly as `run` does. Returns the final agent's chat messages and the state it
@@ -236,15 +281,15 @@ def final_agent_view(
     check_questions(questions)
     g = Graph.resolve(graph)
     prompts = PromptSet.load(config.prompts)
-    models = resolve_models(g, model)
-    batch = _Batch(questions, memory or WorkingMemory(model), final_text=[""] * len(questions))
-    batch.shares = route_shares(g, shares, len(questions))
+    models, batch_bridges = resolve_models(g, model, bridges, with_bridges=True)
+    batch = _Batch(questions, memory or WorkingMemory(models[g.final]), final_text=[""] * len(questions))
+    batch.shares, batch.bridges = route_shares(g, shares, len(questions)), batch_bridges
     for name in g.order():
         step = _read_incoming(g, models, name, config, batch)
         if name == g.final:
             again = question_in_memory(g, name, config.method)
             msgs = [prompts.messages(step.role, q, step.context[r], again) for r, q in enumerate(questions)]
-            return msgs, batch.memory.state_for(step.visible, step.model)
+            return msgs, batch.memory.state_for(step.visible, step.model, step.bridged)
         if any(e.mode == "text" for e in g.edges if e.src == name):
             raise ValueError(f"agent {name!r} hands on text: `final_agent_view` needs kv/latent edges only.")
         _write_prompt(step, config, prompts, batch, question_in_memory(g, name, config.method))
@@ -287,15 +332,19 @@ def _read_incoming(
     """Step 1: the upstream text (text hand-offs) and memory segments (kv/latent) this agent reads."""
     context: list[Context] = [[] for _ in range(batch.size)]
     visible: list[int] = []
+    bridged: dict[int, Bridge] = {}
     for e in g.incoming(name) if cfg.method != "single" else []:
         if _reads_text(e, cfg):
             for r, upstream in enumerate(batch.texts.get(e.src, [[]] * batch.size)):
                 context[r].extend(t for t in upstream if t not in context[r])
         else:
-            visible.extend(s for s in batch.memory.view(batch.holds[e.src], e.mode) if s not in visible)
+            seen = [s for s in batch.memory.view(batch.holds[e.src], e.mode) if s not in visible]
+            visible.extend(seen)
+            if (e.src, e.dst) in batch.bridges:  # another model's thoughts, read through the edge's bridge
+                bridged.update(dict.fromkeys(seen, batch.bridges[(e.src, e.dst)]))
     role = g.agent(name).role
     stats = [AgentStats(name=name, role=role) for _ in range(batch.size)]
-    return AgentStep(name, role, models[name], stats, context, sorted(visible))
+    return AgentStep(name, role, models[name], stats, context, sorted(visible), bridged=bridged)
 
 
 def _messages(step: AgentStep, prompts: PromptSet, batch: _Batch, in_memory: bool) -> list[list[dict]]:
@@ -319,7 +368,9 @@ def _write_prompt(
     enc = step.model.encode(
         _messages(step, prompts, batch, in_memory), chat_template_kwargs=_template_kwargs(cfg)
     )
-    state = batch.memory.state_for(step.visible, step.model) if cfg.method == "latent_mas" else None
+    state = (
+        batch.memory.state_for(step.visible, step.model, step.bridged) if cfg.method == "latent_mas" else None
+    )
     if state is not None and ablate == "other":
         state = state.select_rows(derangement(batch.size, cfg.seed))
     elif state is not None and ablate == "mean":

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import torch
 
+from latent.bridge import Bridge
 from latent.kv_cache import cache_from_parts, layer_tensors
 from latent.model import LatentModel
 from latent.realign import Aligner
@@ -37,6 +38,10 @@ from latent.shared_prefix import split_shared_prefix
 from latent.state import LatentState
 
 KINDS = ("prompt", "latent", "text")
+
+
+def _same(x: torch.Tensor) -> torch.Tensor:
+    return x
 
 
 def _uniform_start(state: LatentState | None) -> bool:
@@ -204,12 +209,19 @@ class WorkingMemory:
             return [s for s in context if self.segments[s].kind == "latent"]
         raise ValueError(f"unknown hand-off view {mode!r}: memory views are 'kv' or 'latent'.")
 
-    def state_for(self, context: list[int], model: LatentModel | None = None) -> LatentState | None:
+    def state_for(
+        self, context: list[int], model: LatentModel | None = None, bridges: dict[int, Bridge] | None = None
+    ) -> LatentState | None:
         """A state holding exactly the segments of `context`, in order (None for an empty context).
-        `model` re-prefills a context that cannot be served exactly (default: the memory's model)."""
+        `model` re-prefills a context that cannot be served exactly (default: the memory's model).
+        `bridges` (segment id -> `Bridge`): those segments are another model's thoughts, read through the
+        bridge into `model`'s input space; a context holding one is re-prefilled whole (caches never
+        cross models)."""
         context = list(context)
         if not context:
             return None
+        if bridges and any(s in bridges for s in context):
+            return self._reprefill(context, model or self.model, bridges)
         for placed in reversed(self._placed):  # newest first: the longest reusable prefix
             if list(placed.layout) == context:
                 return placed.state.copy()
@@ -283,15 +295,25 @@ class WorkingMemory:
         starts = [placed.layout[s][0] for s in context]
         return starts == sorted(starts)
 
-    def embeddings(self, context: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
-        """The input embeddings (B, sum L, D) and pad mask (B, sum L) of `context`, in order."""
-        embeds = torch.cat([self.segments[s].embeds for s in context], dim=1)
-        mask = torch.cat([self.segments[s].mask for s in context], dim=1)
+    def embeddings(
+        self, context: list[int], bridges: dict[int, Bridge] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The input embeddings (B, sum L, D) and pad mask (B, sum L) of `context`, in order; a segment in
+        `bridges` is mapped through its bridge first."""
+        bridges = bridges or {}
+        parts = [(bridges[s] if s in bridges else _same)(self.segments[s].embeds) for s in context]
+        dtype, device = parts[-1].dtype, parts[-1].device
+        embeds = torch.cat([p.to(device=device, dtype=dtype) for p in parts], dim=1)
+        mask = torch.cat([self.segments[s].mask.to(device) for s in context], dim=1)
         return embeds, mask
 
-    def _reprefill(self, context: list[int], model: LatentModel) -> LatentState:
+    def _reprefill(
+        self, context: list[int], model: LatentModel, bridges: dict[int, Bridge] | None = None
+    ) -> LatentState:
         self.reprefills += 1
-        embeds, mask = self.embeddings(context)
+        with torch.set_grad_enabled(self.grad):  # a bridge is a module: no graph at inference
+            embeds, mask = self.embeddings(context, bridges)
+        embeds = embeds.to(device=model.device, dtype=model.dtype)
         if self.grad:
             return model.forward_embeds(embeds, mask, None)[1]
         return model.prefill(inputs_embeds=embeds, attention_mask=mask)

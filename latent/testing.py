@@ -72,8 +72,10 @@ def tiny_model(
     seed: int = 0,
     hidden_size: int = 64,
     layers: int = 2,
+    vocab_size: int = 320,
 ) -> LatentModel:
-    """Build, save and reload a tiny random model of `arch` with a locally trained tokenizer."""
+    """Build, save and reload a tiny random model of `arch` with a locally trained tokenizer (another
+    `vocab_size` trains another tokenizer: a second model family in miniature)."""
     from transformers import AutoModelForCausalLM
 
     if directory is None:
@@ -81,7 +83,7 @@ def tiny_model(
 
         directory = tempfile.mkdtemp(prefix=f"tiny-{arch}-")
     directory = Path(directory)
-    tok = train_chat_tokenizer(_CORPUS * 4, vocab_size=320)
+    tok = train_chat_tokenizer(_CORPUS * 4, vocab_size=vocab_size)
     torch.manual_seed(seed)
     cfg = tiny_config(arch, vocab_size=len(tok), hidden_size=hidden_size, layers=layers)
     cfg.pad_token_id = tok.pad_token_id

@@ -14,13 +14,18 @@ ANSWERER_ROLE = "answerer"
 PROMPT_SET = "handoff"  # agents/prompts/handoff.yaml has the two roles
 
 
-def handoff_graph(n_shares: int, mode: str = "kv") -> Graph:
-    """holder_0 .. holder_{n-1} -> answerer, every edge of hand-off `mode` (kv, latent or text)."""
+def handoff_graph(
+    n_shares: int, mode: str = "kv", holder_model: str | None = None, bridge: str | None = None
+) -> Graph:
+    """holder_0 .. holder_{n-1} -> answerer, every edge of hand-off `mode` (kv, latent or text).
+    `holder_model`: the holders run that model key (the answerer runs "default"); `bridge`: the bridge
+    their `latent` edges read through (a hand-off across two models)."""
     if not isinstance(n_shares, int) or n_shares < 1:
         raise ValueError(f"a hand-off graph needs at least one share, got {n_shares!r}.")
-    holders = [Agent(f"holder_{i}", HOLDER_ROLE) for i in range(n_shares)]
-    edges = [Edge(h.name, "answerer", mode) for h in holders]
-    return Graph([*holders, Agent("answerer", ANSWERER_ROLE)], edges, name=f"handoff{n_shares}-{mode}")
+    holders = [Agent(f"holder_{i}", HOLDER_ROLE, holder_model) for i in range(n_shares)]
+    edges = [Edge(h.name, "answerer", mode, bridge if mode == "latent" else None) for h in holders]
+    name = f"handoff{n_shares}-{mode}" + (f"-from-{holder_model}" if holder_model else "")
+    return Graph([*holders, Agent("answerer", ANSWERER_ROLE)], edges, name=name)
 
 
 def upstream_agents(graph: Graph) -> list[str]:

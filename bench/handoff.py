@@ -6,9 +6,14 @@ ceiling), text_mas (holders decode a note), latent_kv (kv edges: holder prompt +
 latent_kv_random, latent_only (latent edges: thought KV only), latent_only_random (same-norm random
 thought inputs), latent_only_other (each item reads another item's thoughts), latent_only_const (every
 item reads the batch-mean thoughts); then latent_only against k = 1, 2, 4, 8, 16 thoughts.
+Across two models (`--sender S --bridge B`): the holders run S, the answerer `--model`, latent edges read
+through bridge B; the kv rows are left out (caches never cross models) and the bytes of a latent row are
+the thought floats handed across.
 
 Run: python bench/handoff.py --model builtin:arith-mini-v6 --level relay --limit 100 --json out.json
      python bench/handoff.py --model smollm2-135m-instruct --data bench/data/handoff_alt.jsonl
+     python bench/handoff.py --model qwen2.5-coder-0.5b-instruct --sender qwen2.5-coder-1.5b-instruct \
+         --bridge qwen2.5-coder-1.5b-instruct-to-qwen2.5-coder-0.5b-instruct-bridge --level relay
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from eval import tasks_handoff as th
-from eval.tasks_handoff_rows import K_SWEEP, MAX_NEW_TOKENS, ROWS, Row, run_row
+from eval.tasks_handoff_rows import K_SWEEP, MAX_NEW_TOKENS, PAIR_ROWS, ROWS, Pair, Row, run_row
 from latent.args import UsageError, add_config_arguments, config_from_args, run_script
 
 
@@ -33,6 +38,13 @@ class HandoffBench:
     """Flags of the hand-off table."""
 
     model: str = field(default="builtin:arith-mini", metadata={"help": "load_model name or path"})
+    sender: str | None = field(
+        default=None,
+        metadata={"help": "the holders' model, for a hand-off across two models (with --bridge)"},
+    )
+    bridge: str | None = field(
+        default=None, metadata={"help": "name or path of the bridge from --sender to --model"}
+    )
     data: str | None = field(
         default=None, metadata={"help": "hand-off JSONL file in the schema (eval/tasks_handoff.py)"}
     )
@@ -61,9 +73,14 @@ class HandoffBench:
             raise UsageError("--data and --level exclude each other. Give one")
         if not self.data and not self.level:
             self.level = "relay"
-        bad = [r for r in self.rows.split(",") if r and r not in ROWS]
+        if bool(self.sender) != bool(self.bridge):
+            raise UsageError("--sender and --bridge go together (a hand-off across two models). Give both")
+        if self.sender and self.rows == ",".join(ROWS):
+            self.rows = ",".join(PAIR_ROWS)
+        allowed = PAIR_ROWS if self.sender else tuple(ROWS)
+        bad = [r for r in self.rows.split(",") if r and r not in allowed]
         if bad:
-            raise UsageError(f"unknown rows {bad}; choose from {list(ROWS)}")
+            raise UsageError(f"unknown rows {bad}; choose from {list(allowed)}")
         if self.limit < 2:
             raise UsageError(
                 "--limit must be >= 2 (the `other` control gives each item another item's thoughts)"
@@ -81,19 +98,25 @@ def run(args: argparse.Namespace) -> int:
 
     torch.set_num_threads(a.threads)
     model = load_model(a.model)
+    pair = None
+    if a.sender:
+        from latent.bridge import Bridge
+
+        pair = Pair(load_model(a.sender), Bridge.from_pretrained(a.bridge, model.device))
     rows = []
     for name in rows_wanted:
-        rows.append(run_row(model, items, name, a.latent_steps, a.max_new_tokens, a.batch_size))
+        rows.append(run_row(model, items, name, a.latent_steps, a.max_new_tokens, a.batch_size, pair))
         print(" | ".join(rows[-1].cells()), flush=True)
     sweep = []
     for k in [int(x) for x in a.k_sweep.split(",") if x]:
-        r = run_row(model, items, "latent_only", k, a.max_new_tokens, a.batch_size)
+        r = run_row(model, items, "latent_only", k, a.max_new_tokens, a.batch_size, pair)
         r.name = f"latent_only k={k}"
         sweep.append(r)
         print(" | ".join(r.cells()), flush=True)
     where = a.data or f"level {a.level}, test split, seed {a.seed}"
     print()
-    print(markdown(rows, f"{a.model}, {where}, {len(items)} items, k={a.latent_steps}"))
+    who = f"{a.sender} -> {a.model} through {a.bridge}" if a.sender else a.model
+    print(markdown(rows, f"{who}, {where}, {len(items)} items, k={a.latent_steps}"))
     if sweep:
         print()
         print(markdown(sweep, "latent_only against the number of thoughts"))

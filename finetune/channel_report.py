@@ -14,6 +14,7 @@ from eval import tasks_handoff as th
 from eval.report import wilson
 
 if TYPE_CHECKING:
+    from eval.tasks_handoff_rows import Pair
     from latent import LatentModel
 
 HANDOFF_ROWS = (
@@ -27,10 +28,11 @@ HANDOFF_ROWS = (
 )
 
 
-def evaluate(cfg: Any, lm: LatentModel) -> dict:
+def evaluate(cfg: Any, lm: LatentModel, pair: Pair | None = None) -> dict:
     """Held-out results of `lm`: hand-off rows per level on `eval_n` test items (seed 0, as
-    `bench/handoff.py` scores them), or single / text_mas / latent_mas per graph on `eval_n` held-out arith
-    problems (seed `eval_seed`). Each cell: correct, n, wall seconds."""
+    `bench/handoff.py` scores them; with `pair`, the holders run its sender and hand on through its bridge),
+    or single / text_mas / latent_mas per graph on `eval_n` held-out arith problems (seed `eval_seed`).
+    Each cell: correct, n, wall seconds."""
     if cfg.eval_n == 0:
         return {}
     if cfg.task == "handoff":
@@ -39,7 +41,7 @@ def evaluate(cfg: Any, lm: LatentModel) -> dict:
         out = {}
         for level in dict.fromkeys(cfg.levels):
             items = th.make_items(level, cfg.eval_n, "test", 0)
-            rows = (run_row(lm, items, r, cfg.latent_steps, MAX_NEW_TOKENS, 16) for r in HANDOFF_ROWS)
+            rows = (run_row(lm, items, r, cfg.latent_steps, MAX_NEW_TOKENS, 16, pair) for r in HANDOFF_ROWS)
             out[level] = {
                 r.name: {"correct": r.correct, "n": r.n, "wall_s": r.s_per_item * r.n} for r in rows
             }
@@ -167,12 +169,18 @@ def write_card(cfg: Any, stages: list[dict], before: dict, command: str) -> dict
     from latent import load_model
 
     path = cfg.export_path
-    after = evaluate(cfg, load_model(str(path))) if cfg.eval_n else {}
+    if cfg.sender:  # a bridge: evaluated between the two models it names
+        from finetune.bridge_channel import load_trained
+
+        after = evaluate(cfg, *load_trained(cfg)) if cfg.eval_n else {}
+    else:
+        after = evaluate(cfg, load_model(str(path))) if cfg.eval_n else {}
     first = stages[0]["config"]
     card = {
         "name": cfg.name,
         "version": cfg.version,
         "base": first["base"],
+        "sender": first.get("sender") or None,
         "task": cfg.task,
         "train_command": command,
         "latent_steps": cfg.latent_steps,
@@ -195,6 +203,11 @@ def write_card(cfg: Any, stages: list[dict], before: dict, command: str) -> dict
         if cfg.builtin
         else f'`load_model("{cfg.name}")` (its base must be pulled)'
     )
+    if cfg.sender:
+        kind = f"a {cfg.bridge} bridge from `{cfg.sender}`" + (
+            " and a receiver LoRA" if cfg.trainable == "lora" else ""
+        )
+        load = f'`latent.bridge.Bridge.from_pretrained("{cfg.name}")` (both models must be pulled)'
     (path / "README.md").write_text(f"""# {cfg.name}{f" (version {cfg.version})" if cfg.version else ""}
 
 `{first["base"]}` with its thought channel trained on the {cfg.task} task by `finetune/thought_channel.py`

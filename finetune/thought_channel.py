@@ -19,7 +19,9 @@ Two tasks, one loop (`train`):
   `arith_frac` of the batches are solver SFT on arith problems no evaluated problem shares a signature with.
 
 Trainable: every weight of a built-in model (its ridge aligner re-derived as `load_model` would), or a
-LoRA + a trained aligner on any other model. A recipe YAML may hold `stages:` (each a set of overrides,
+LoRA + a trained aligner on any other model. With `sender` (hand-off across two models,
+`finetune/bridge_channel.py`): a bridge from the frozen sender's thoughts into the frozen base (the
+answerer; a LoRA with `trainable: lora`). A recipe YAML may hold `stages:` (each a set of overrides,
 each stage starting from the previous one's weights). The result is saved under `name`: a built-in
 model directory with a card, or the model cache (`load_model(NAME)` loads the adapter on its base).
 
@@ -99,6 +101,12 @@ class ThoughtChannelConfig:
     )
     lora_r: int = _f(16, "LoRA rank (on q/k/v/o projections; alpha = 2 r)")
     aligner: str = _f("linear", "trained aligner of LoRA runs (ridge-initialised)", choices=("linear", "mlp"))
+    # Hand-off across two models: a bridge
+    sender: str = _f(
+        "", "handoff: the holders' model; trains a bridge from its thoughts into `base` (both frozen)"
+    )
+    bridge: str = _f("linear", "bridge kind (sender thoughts -> base input space)", choices=("linear", "mlp"))
+    bridge_lr: float = _f(1e-3, "learning rate of the bridge")
     # Optimisation and budget
     max_steps: int = _f(600, "optimizer steps the schedule spans (warmup, then cosine to 0)")
     stop_at: int = _f(0, "stop after this step, keeping the schedule of max_steps (0 = run it all)")
@@ -219,7 +227,15 @@ class ThoughtChannelConfig:
             min(self.eval_n, self.max_minutes, self.warmup_steps, self.context_length, self.version) >= 0,
             "`eval_n`, `max_minutes`, `warmup_steps`, `context_length` and `version` must be >= 0",
         )
-        need(self.lr > 0 and self.aligner_lr > 0, "`lr` and `aligner_lr` must be > 0")
+        need(
+            self.lr > 0 and self.aligner_lr > 0 and self.bridge_lr > 0,
+            "`lr`, `aligner_lr` and `bridge_lr` must be > 0",
+        )
+        if self.sender:
+            need(self.task == "handoff", "`sender` trains a hand-off bridge: set `task` handoff")
+            need(self.trainable != "all", "`sender` keeps the base frozen: `trainable` auto (bridge) or lora")
+            for n in ("kv_frac", "token_thought_frac", "arith_frac"):
+                need(not getattr(self, n), f"`{n}` is not used with `sender` (a bridge): set it to 0")
         if self.chat_template:
             from latent.tokenizer import chat_template
 
@@ -229,14 +245,16 @@ class ThoughtChannelConfig:
                 p.append(f"`chat_template`: {str(err).rstrip('.')}")
         if p:
             raise ValueError("invalid ThoughtChannelConfig: " + "; ".join(p) + ".")
-        self.name = (
-            self.name or f"{self.base.removeprefix('builtin:').rstrip('/').split('/')[-1]}-{self.task}"
-        )
+        short = [m.removeprefix("builtin:").rstrip("/").split("/")[-1] for m in (self.sender, self.base)]
+        auto = f"{short[0]}-to-{short[1]}-bridge" if self.sender else f"{short[1]}-{self.task}"
+        self.name = self.name or auto
         self.out_dir = self.out_dir or f"runs/{self.name}"
 
     @property
     def builtin(self) -> bool:
         """True when every weight trains (`trainable` all, or auto on a built-in base)."""
+        if self.sender:
+            return False
         return self.trainable == "all" or (self.trainable == "auto" and self.base.startswith("builtin:"))
 
     @property
@@ -724,6 +742,8 @@ def prepare(cfg: ThoughtChannelConfig, lm: LatentModel):
 
     for p in lm.model.parameters():
         p.requires_grad_(False)
+    if cfg.sender and cfg.trainable != "lora":
+        return lm, []  # a frozen receiver: only the bridge trains
     torch.manual_seed(cfg.seed)
     aligner = TrainableAligner.from_model(lm, kind=cfg.aligner)
     lora = LoraConfig(
@@ -733,16 +753,20 @@ def prepare(cfg: ThoughtChannelConfig, lm: LatentModel):
         lora_dropout=0.0,
     )
     net = get_peft_model(lm.model, lora)
-    groups = [
-        {"params": [p for p in net.parameters() if p.requires_grad], "lr": cfg.lr},
-        {"params": list(aligner.parameters()), "lr": cfg.aligner_lr},
-    ]
+    groups = [{"params": [p for p in net.parameters() if p.requires_grad], "lr": cfg.lr}]
+    if cfg.sender:  # the receiver only reads: its aligner is never used
+        return LatentModel(net, lm.tokenizer), groups
+    groups.append({"params": list(aligner.parameters()), "lr": cfg.aligner_lr})
     return LatentModel(net, lm.tokenizer, realign=aligner), groups
 
 
-def _checkpoint(cfg: ThoughtChannelConfig, lm: LatentModel, opt, step: int, log: list, wall: float) -> None:
+def _checkpoint(
+    cfg: ThoughtChannelConfig, lm: LatentModel, opt, step: int, log: list, wall: float, bridge=None
+) -> None:
     state = {n: p.detach() for n, p in lm.model.named_parameters() if p.requires_grad}
     aligner = lm.aligner.state_dict() if isinstance(lm.aligner, nn.Module) else None
+    if bridge is not None:
+        state |= {f"bridge.{n}": v.detach() for n, v in bridge.state_dict().items()}
     path = Path(cfg.out_dir) / "checkpoint.pt"
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save(
@@ -759,16 +783,26 @@ def _checkpoint(cfg: ThoughtChannelConfig, lm: LatentModel, opt, step: int, log:
     os.replace(path.with_suffix(".partial"), path)
 
 
-def train(cfg: ThoughtChannelConfig, lm: LatentModel) -> tuple[LatentModel, list[dict], float]:
-    """The training loop (AdamW, warmup + cosine, clip 1.0); returns the trained model, its log and wall s."""
+def train(
+    cfg: ThoughtChannelConfig,
+    lm: LatentModel,
+    sender: LatentModel | None = None,
+    bridge: nn.Module | None = None,
+) -> tuple[LatentModel, list[dict], float]:
+    """The training loop (AdamW, warmup + cosine, clip 1.0); returns the trained model, its log and wall s.
+    With `sender` and `bridge` (bridge mode) the bridge trains in place, the holders running `sender`."""
     torch.manual_seed(cfg.seed)
     lm, groups = prepare(cfg, lm)
+    if bridge is not None:
+        groups.append({"params": list(bridge.parameters()), "lr": cfg.bridge_lr})
     opt = torch.optim.AdamW(groups, weight_decay=cfg.weight_decay)
     base_lrs = [g["lr"] for g in opt.param_groups]  # before a resumed state brings its scheduled values
     start, log, wall, ckpt = 0, [], 0.0, Path(cfg.out_dir) / "checkpoint.pt"
     if cfg.resume and ckpt.is_file():
         saved = torch.load(ckpt, weights_only=False)
         params = dict(lm.model.named_parameters())
+        if bridge is not None:
+            params |= {f"bridge.{n}": v for n, v in bridge.state_dict().items()}
         with torch.no_grad():
             for n, v in saved["params"].items():
                 params[n].copy_(v)
@@ -780,6 +814,10 @@ def train(cfg: ThoughtChannelConfig, lm: LatentModel) -> tuple[LatentModel, list
     arith = arith_stream(cfg) if cfg.task == "handoff" else []
     end, t0, window = cfg.stop_at or cfg.max_steps, time.perf_counter() - wall, {}
     batch = arith_batch if cfg.task == "arith" else lambda *a: handoff_batch(*a, arith)
+    if bridge is not None:
+        from finetune.bridge_channel import bridge_batch
+
+        batch = lambda *a: bridge_batch(*a, sender, bridge)  # noqa: E731
     lm.model.train()
     lm.refresh_aligner()
     for step in range(start, end):
@@ -808,7 +846,7 @@ def train(cfg: ThoughtChannelConfig, lm: LatentModel) -> tuple[LatentModel, list
             logger.info(json.dumps(log[-1]))
             window = {}
         if (step + 1) % cfg.save_steps == 0 and not done:
-            _checkpoint(cfg, lm, opt, step + 1, log, time.perf_counter() - t0)
+            _checkpoint(cfg, lm, opt, step + 1, log, time.perf_counter() - t0, bridge)
         if done:
             if step + 1 < end:
                 logger.info("time budget (%s min) reached after step %d; stopping", cfg.max_minutes, step + 1)
@@ -875,7 +913,16 @@ def train_stages(stages: list[ThoughtChannelConfig], command: str = "") -> dict:
 
     torch.set_num_threads(stages[0].threads)
     first, last = stages[0], stages[-1]
-    before = report.evaluate(first, load_base(first)) if last.eval_n else {}
+    before = {}
+    if last.eval_n:
+        base = load_base(first)
+        if first.sender:  # a bridge: before training, the ridge-initialised bridge between the two models
+            from eval.tasks_handoff_rows import Pair
+            from finetune.bridge_channel import setup
+
+            before = report.evaluate(first, base, Pair(*setup(first, base)))
+        else:
+            before = report.evaluate(first, base)
     done = []
     for cfg in stages:
         Path(cfg.out_dir).mkdir(parents=True, exist_ok=True)
@@ -883,8 +930,16 @@ def train_stages(stages: list[ThoughtChannelConfig], command: str = "") -> dict:
         if cfg.resume and marker.is_file() and cfg.export_path.exists():
             done.append(json.loads(marker.read_text()))
             continue
-        lm, log, wall = train(cfg, load_base(cfg))
-        save_model(lm, cfg.export_path, cfg.base)
+        if cfg.sender:
+            from finetune import bridge_channel
+
+            lm = load_base(cfg)
+            sender, bridge = bridge_channel.setup(cfg, lm)
+            lm, log, wall = train(cfg, lm, sender, bridge)
+            bridge_channel.save(cfg, lm, bridge)
+        else:
+            lm, log, wall = train(cfg, load_base(cfg))
+            save_model(lm, cfg.export_path, cfg.base)
         done.append(
             {
                 "config": dataclasses.asdict(cfg),

@@ -38,6 +38,9 @@ class HandoffItem:
     shares: list[str]
     question: str
     answer: str
+    # what each holder hands on ("53 Tavi": the number, then whose); None: read from the share itself (the
+    # plain wording's first word and last number). Set by the varied wordings (eval/tasks_handoff_wordings.py)
+    notes: list[str] | None = None
 
 
 def split_of_value(v: int) -> str:
@@ -122,11 +125,17 @@ def item_from_row(row: object, where: str = "row") -> HandoffItem:
         or not all(isinstance(s, str) and s.strip() for s in shares)
     ):
         raise ValueError(f"{where}: field `shares` must be a non-empty list of non-empty strings.")
-    return HandoffItem(row["id"], list(shares), row["question"], row["answer"])
+    notes = row.get("notes")
+    if notes is not None and (
+        not isinstance(notes, list) or len(notes) != len(shares) or not all(isinstance(n, str) for n in notes)
+    ):
+        raise ValueError(f"{where}: field `notes`, when given, must be a list of strings, one per share.")
+    return HandoffItem(row["id"], list(shares), row["question"], row["answer"], notes)
 
 
 def write_items(items: list[HandoffItem], path: str | Path) -> None:
-    Path(path).write_text("".join(json.dumps(asdict(it)) + "\n" for it in items))
+    rows = ({k: v for k, v in asdict(it).items() if v is not None} for it in items)  # no notes: no key
+    Path(path).write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
 def oracle_question(item: HandoffItem) -> str:

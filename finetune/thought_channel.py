@@ -48,6 +48,7 @@ import torch
 from torch import nn
 
 from eval import tasks_handoff as th
+from eval import tasks_handoff_wordings as tw
 from eval.arith_data import ROLE_SYSTEM_PROMPTS, make_context, make_problems, to_messages
 
 if TYPE_CHECKING:
@@ -136,6 +137,9 @@ class ThoughtChannelConfig:
     problem_steps: list[int] = _f([1, 2, 2, 3, 3, 3, 4], "arith: operation counts, sampled")
     # task handoff: information split across agents
     levels: list[str] = _f(list(th.LEVELS), "handoff: levels, in turn step by step (repeat one to weight it)")
+    wordings: str = _f(
+        "plain", "handoff: plain (one template) or varied (many wordings, made-up names)", choices=tw.WORDINGS
+    )
     text_until: float = _f(0.3, "handoff: fraction of steps over which text batches fall to text_floor")
     text_floor: float = _f(0.1, "handoff: share of text batches after that")
     oracle_frac: float = _f(0.1, "handoff: share of oracle batches (every share in one prompt)")
@@ -178,6 +182,12 @@ class ThoughtChannelConfig:
             f"`levels` must be a subset of {th.LEVELS}",
         )
         need(set(self.working_levels) <= set(self.levels), "`working_levels` must be among `levels`")
+        need(self.wordings in tw.WORDINGS, f"`wordings` must be one of {tw.WORDINGS}, got {self.wordings!r}")
+        need(
+            self.wordings == "plain" or self.random_names == 0,
+            "`random_names` renames the plain wording's people; the varied wordings' names are made up "
+            "already: set `random_names` 0",
+        )
         c = self.latent_curriculum
         need(
             bool(c) and min(c) >= 1 and c[-1] == self.latent_steps,
@@ -379,11 +389,11 @@ def share_parts(share: str) -> tuple[str, str | None]:
     return re.split(r"['\s]", share.strip(), maxsplit=1)[0], (nums[-1] if nums else None)
 
 
-def holder_note(share: str, question: str, relevance: bool = False) -> str:
+def holder_note(share: str, question: str, relevance: bool = False, note: str | None = None) -> str:
     """The note a holder is trained to hand on: the number first, then whose it is ("53 Sara"), so the
     first thoughts carry the number; with `relevance`, "-" when the question names nobody the share is
-    about."""
-    name, number = share_parts(share)
+    about. An item's own `note` ("53 Tavi", varied wordings) stands for the share's first word and number."""
+    name, number = note.split(" ", 1)[::-1] if note else share_parts(share)
     if relevance and name and not re.search(rf"\b{re.escape(name)}\b", question):
         return IRRELEVANT_NOTE
     return f"{number} {name}" if number is not None else share
@@ -393,10 +403,18 @@ def answer_target(item: th.HandoffItem, working: bool = False) -> str:
     """The answer the answerer is trained to write: the box, or, with `working` on an item whose answer
     is the sum of its shares' numbers, the addition line first, as the arith solutions write it."""
     box = f"\\boxed{{{item.answer}}}"
-    nums = [n for n in (share_parts(s)[1] for s in item.shares) if n is not None]
+    nums = (
+        [n.split(" ", 1)[0] for n in item.notes] if item.notes else [share_parts(s)[1] for s in item.shares]
+    )
+    nums = [n for n in nums if n is not None]
     if working and len(nums) == len(item.shares) > 1 and str(sum(map(int, nums))) == item.answer:
         return " + ".join(nums) + f" = {item.answer}.\n" + box
     return box
+
+
+def item_note(item: th.HandoffItem, i: int, relevance: bool = False) -> str:
+    """Holder `i`'s note for `item` (`holder_note`), from the item's own note when it carries one."""
+    return holder_note(item.shares[i], item.question, relevance, item.notes[i] if item.notes else None)
 
 
 def made_up_name(rng: random.Random) -> str:
@@ -412,8 +430,10 @@ def made_up_name(rng: random.Random) -> str:
 
 def train_items(cfg: ThoughtChannelConfig, level: str, step: int) -> list[th.HandoffItem]:
     """The hand-off items of step `step`: the generator's train split, with `random_names` of them
-    renamed (the same made-up name in shares and question). Seeded by step alone, so they can be recounted."""
-    items = th.make_items(level, cfg.batch_size, "train", seed=cfg.seed * 100003 + step)
+    renamed (the same made-up name in shares and question), or with `wordings` varied the many-wordings
+    generator's train split. Seeded by step alone, so they can be recounted."""
+    make = tw.make_items if cfg.wordings == "varied" else th.make_items
+    items = make(level, cfg.batch_size, "train", seed=cfg.seed * 100003 + step)
     if cfg.random_names <= 0:
         return items
     rng = random.Random(f"handoff-names-{cfg.seed}-{step}")
@@ -467,8 +487,9 @@ def heldout_checks(cfg: ThoughtChannelConfig) -> dict:
     for step in range(cfg.stop_at or cfg.max_steps):
         for it in train_items(cfg, cfg.levels[step % len(cfg.levels)], step):
             items += 1
-            vals = {int(x) for x in re.findall(r"\d+", " ".join(it.shares))}
-            bad += bool(vals & test_vals or name_re.search(" ".join(it.shares) + " " + it.question))
+            vals = {int(x) for x in re.findall(r"\d+", " ".join(it.shares + (it.notes or [])))}
+            text = " ".join(it.shares) + " " + it.question
+            bad += bool(vals & test_vals or name_re.search(text) or tw.holds_test_name(it))
     sigs = [solution_signature(p) for p in arith_stream(cfg)]
     banned = eval_signatures()
     return {
@@ -511,7 +532,7 @@ def note_targets(lm: LatentModel, items, holder: int, k: int, relevance: bool = 
     """Token ids (B, k) of the first k tokens of holder `holder`'s note, IGNORE past the note's end."""
     target = torch.full((len(items), k), IGNORE, dtype=torch.long)
     for r, it in enumerate(items):
-        ids = lm.tokenizer(holder_note(it.shares[holder], it.question, relevance), add_special_tokens=False)
+        ids = lm.tokenizer(item_note(it, holder, relevance), add_special_tokens=False)
         target[r, : len(ids["input_ids"][:k])] = torch.tensor(ids["input_ids"][:k])
     return target
 
@@ -662,11 +683,11 @@ def text_seqs(
     prompts, seqs = PromptSet.load(PROMPT_SET), []
     for it in items:
         if rng.random() < 0.5:
-            share = it.shares[rng.randrange(len(it.shares))]
-            msgs = prompts.messages("holder", it.question, share=share)
-            seqs.append(ids_and_labels(tok, msgs, holder_note(share, it.question, relevance)))
+            i = rng.randrange(len(it.shares))
+            msgs = prompts.messages("holder", it.question, share=it.shares[i])
+            seqs.append(ids_and_labels(tok, msgs, item_note(it, i, relevance)))
         else:
-            notes = [(f"holder_{i}", holder_note(s, it.question, relevance)) for i, s in enumerate(it.shares)]
+            notes = [(f"holder_{i}", item_note(it, i, relevance)) for i in range(len(it.shares))]
             seqs.append(
                 ids_and_labels(
                     tok, prompts.messages("answerer", it.question, notes), answer_target(it, working)

@@ -95,6 +95,16 @@ def tiny_model(
     return load_model(str(directory), device="cpu", attn_implementation="eager")
 
 
+def tiny_pair(directory: str | Path) -> tuple[LatentModel, LatentModel]:
+    """Two tiny models that cannot read each other's cache: a llama sender (width 64, a 320-entry
+    tokenizer) and a qwen2 receiver (width 48, a 288-entry tokenizer), saved under `directory`/sender and
+    `directory`/receiver (a hand-off across two models in miniature)."""
+    directory = Path(directory)
+    sender = tiny_model("llama", directory / "sender", hidden_size=64)
+    receiver = tiny_model("qwen2", directory / "receiver", seed=1, hidden_size=48, vocab_size=288)
+    return sender, receiver
+
+
 # A Qwen3-style template in miniature: ChatML, and with `enable_thinking=False` an empty thinking block
 # after the generation prompt (Qwen3 thinks when the switch is left out).
 THINKING_TEMPLATE = (

@@ -235,3 +235,43 @@ def pulled_path(name: str) -> Path:
             f"(or `latent.pull_model({name!r})`) once; it is then loaded from {model_dir(name)}."
         )
     return model_dir(name)
+
+
+ADAPTER_CONFIG = "adapter_config.json"  # what makes a directory a trained adapter (PEFT's file)
+
+
+@dataclass
+class TrainedAdapter:
+    """A trained thought channel (a LoRA adapter and its aligner) saved under a name, shipped beside the
+    built-in models or trained into the cache; `load_model(name)` applies it to `base`."""
+
+    name: str
+    path: Path
+    base: str  # the name the adapter was trained on (a pulled name, `builtin:<name>`, a hub id or a path)
+    where: str  # "cache" or "shipped"
+    size_bytes: int
+    card: dict
+
+
+def _adapter(d: Path, where: str) -> TrainedAdapter | None:
+    """The adapter in `d`, or None when `d` holds none or its config is unreadable."""
+    try:
+        conf = json.loads((d / ADAPTER_CONFIG).read_text())
+        card = json.loads((d / "card.json").read_text()) if (d / "card.json").is_file() else {}
+    except (OSError, ValueError):
+        return None
+    base = conf.get("base_model_name_or_path") if isinstance(conf, dict) else None
+    size = sum(f.stat().st_size for f in d.rglob("*") if f.is_file())
+    card = card if isinstance(card, dict) else {}
+    return TrainedAdapter(d.name, d, str(base or "?"), where, size, card)
+
+
+def list_adapters() -> list[TrainedAdapter]:
+    """Every trained adapter: the cache's (`latentworks finetune mas` saves there), then the shipped ones.
+    A name in both loads the cache's copy, which `load_model` looks for first."""
+    found = []
+    for root, where in ((cache_dir() / "models", "cache"), (BUILTIN_DIR, "shipped")):
+        if root.is_dir():
+            dirs = sorted(p for p in root.iterdir() if (p / ADAPTER_CONFIG).is_file())
+            found += [a for a in (_adapter(d, where) for d in dirs) if a is not None]
+    return found

@@ -1,6 +1,6 @@
 """`latentworks models`: built-in checkpoints and pullable real checkpoints, their status and paths.
 
-latentworks models                         # list built-in and pullable models
+latentworks models                         # list built-in, pullable and trained models (adapters)
 latentworks models list --json             # the same list, as JSON
 latentworks models pull smollm2-135m-instruct
 latentworks models path smollm2-135m-instruct
@@ -20,6 +20,7 @@ from latent.catalogue import (
     cache_dir,
     catalogue_entry,
     is_pulled,
+    list_adapters,
     list_builtin_models,
     model_dir,
     pulled_card,
@@ -69,7 +70,7 @@ class PathOptions:
 
 
 ACTIONS = {
-    "list": ("list built-in and pullable models with their status (the default)", ListOptions),
+    "list": ("list built-in, pullable and trained models with their status (the default)", ListOptions),
     "pull": ("download, verify and convert a pullable model (once)", PullOptions),
     "path": ("print the local directory of a pulled model", PathOptions),
 }
@@ -156,6 +157,19 @@ def _list(as_json: bool) -> int:
                 "hub_id": entry.hub_id,
             }
         )
+    rows += [
+        {
+            "name": a.name,
+            "kind": "adapter",
+            "status": "trained" if a.where == "cache" else "shipped",
+            "params": None,
+            "size_bytes": a.size_bytes,
+            "licence": a.card.get("licence"),
+            "path": str(a.path),
+            "base": a.base,
+        }
+        for a in list_adapters()
+    ]
     if as_json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -163,6 +177,7 @@ def _list(as_json: bool) -> int:
     for r in rows:
         params = f"{r['params'] / 1e6:.1f}M" if r["params"] else "?"
         where = r["path"] or f"latentworks models pull {r['name']}"
+        where += f"  (on {r['base']})" if r.get("base") else ""
         dtype = r.get("dtype") or "-"
         size = f"{r['size_bytes'] / 2**20:>8.1f}M"
         print(f"{r['name']:<29} {r['status']:<11} {params:>8} {dtype:<9} {size:>9}  {where}")

@@ -1,0 +1,93 @@
+"""The shipped SmolLM2 hand-off channel (`latent/builtin_models/smollm2-135m-instruct-handoff/`): listed with
+its base, loaded by name on a fresh cache that holds only the pulled base, and its thoughts carry the
+relay shares as its card says (the card's held-out relay rows, re-run here, within their intervals)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.real.conftest import pulled_model
+
+NAME = "smollm2-135m-instruct-handoff"
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    """The shipped adapter's catalogue entry, or a skip saying it is not in this checkout."""
+    from latent.catalogue import list_adapters
+
+    found = [a for a in list_adapters() if a.name == NAME and a.where == "shipped"]
+    if not found:
+        pytest.skip(
+            f"{NAME} is not shipped in this checkout (no latent/builtin_models/{NAME}/adapter_config.json); "
+            f"its recipe retrains it: latentworks finetune mas --config finetune/recipes/{NAME}.yaml"
+        )
+    if not found[0].card.get("eval_after", {}).get("relay"):
+        pytest.fail(f"the shipped {NAME} has no card with held-out relay rows (card.json, eval_after.relay)")
+    return found[0]
+
+
+@pytest.fixture(scope="module")
+def fresh_cache(shipped, tmp_path_factory):
+    """A cache holding only the pulled base (linked), so `load_model(NAME)` can find nothing but the
+    shipped adapter and its base."""
+    import os
+
+    from latent.catalogue import model_dir
+
+    pulled_model(shipped.base)  # pulls once per machine, or skips naming why it cannot
+    cache = tmp_path_factory.mktemp("fresh-cache")
+    (cache / "models").mkdir()
+    (cache / "models" / shipped.base).symlink_to(model_dir(shipped.base), target_is_directory=True)
+    old = os.environ.get("LATENTWORKS_CACHE")
+    os.environ["LATENTWORKS_CACHE"] = str(cache)
+    yield cache
+    if old is None:
+        os.environ.pop("LATENTWORKS_CACHE")
+    else:
+        os.environ["LATENTWORKS_CACHE"] = old
+
+
+def test_the_shipped_channel_lists_with_its_base_and_loads_by_name(shipped, fresh_cache, capsys):
+    """`latentworks models list` shows it as shipped on the base its card names; `load_model(NAME)` on
+    the fresh cache loads the shipped copy, and its thoughts differ from the base's (the channel acts)."""
+    import torch
+
+    from latent import load_model, resolve_model_path
+    from latentworks.cli import main
+
+    assert main(["models", "list", "--json"]) == 0
+    row = next(r for r in json.loads(capsys.readouterr().out) if r["name"] == NAME)
+    assert row["kind"] == "adapter" and row["status"] == "shipped" and row["base"] == shipped.card["base"]
+    assert resolve_model_path(NAME) == str(shipped.path)
+    trained, base = load_model(NAME, device="cpu"), load_model(shipped.base, device="cpu")
+    k = shipped.card["latent_steps"]
+
+    def thoughts(lm):
+        enc = lm.encode([[{"role": "user", "content": "Priya's room is 48. Which room is Priya in?"}]])
+        with torch.no_grad():
+            return lm.think(lm.prefill(**enc), k)[0]
+
+    t = thoughts(trained)
+    assert t.shape[:2] == (1, k) and torch.isfinite(t).all()
+    assert not torch.allclose(t, thoughts(base), atol=1e-3)
+
+
+@pytest.mark.parametrize("row", ["latent_only", "latent_only_other"])
+def test_the_shipped_channel_reproduces_its_cards_relay_rows(shipped, fresh_cache, row):
+    """The card's held-out relay row (its test items, k thoughts) re-run here lands in the card's Wilson
+    95% interval: the thoughts carry the share (latent_only) and another item's thoughts do not (other)."""
+    from eval import tasks_handoff as th
+    from eval.report import wilson
+    from eval.tasks_handoff_rows import MAX_NEW_TOKENS, run_row
+    from latent import load_model
+
+    cell = shipped.card["eval_after"]["relay"][row]
+    items = th.make_items("relay", cell["n"], "test", 0)
+    got = run_row(
+        load_model(NAME, device="cpu"), items, row, shipped.card["latent_steps"], MAX_NEW_TOKENS, 16
+    )
+    lo, hi = wilson(cell["correct"], cell["n"])
+    assert lo <= got.correct / got.n <= hi, (row, got.correct, cell)

@@ -84,3 +84,24 @@ def test_training_on_varied_wordings_trains_holders_on_the_notes(llama, monkeypa
         _cfg(**common, max_steps=2, text_until=1e-6, text_floor=0.0), load_model(common["base"])
     )
     assert any("loss_latent" in e for e in log), log
+
+
+def test_the_wordings_recipe_is_the_smollm2_recipe_on_varied_wordings():
+    """finetune/recipes/smollm2-135m-instruct-handoff-wordings.yaml opens with its command and differs from
+    the SmolLM2 hand-off recipe only in its name (and so its run folder) and `wordings: varied`."""
+    import argparse
+    import dataclasses
+    from pathlib import Path
+
+    recipes = Path(tc.__file__).parent / "recipes"
+    new = recipes / "smollm2-135m-instruct-handoff-wordings.yaml"
+    assert (
+        new.read_text().splitlines()[0] == f"# latentworks finetune mas --config finetune/recipes/{new.name}"
+    )
+    (old_cfg,) = tc.stage_configs(
+        argparse.Namespace(config=str(recipes / "smollm2-135m-instruct-handoff.yaml"))
+    )
+    (new_cfg,) = tc.stage_configs(argparse.Namespace(config=str(new)))
+    old, changed = dataclasses.asdict(old_cfg), dataclasses.asdict(new_cfg)
+    assert {k for k in old if old[k] != changed[k]} == {"name", "out_dir", "wordings"}
+    assert new_cfg.wordings == "varied" and new_cfg.name == new.stem

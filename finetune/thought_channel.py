@@ -746,6 +746,78 @@ def handoff_batch(cfg: ThoughtChannelConfig, lm: LatentModel, step: int, rng: ra
     return ("token" if token else "latent_kv" if edge == "kv" else "latent"), loss, parts
 
 
+# ----------------------------------------------------------------------------- task handoff across two models
+
+
+def bridge_loss(
+    cfg: ThoughtChannelConfig,
+    lm: LatentModel,
+    sender: LatentModel,
+    bridge: nn.Module,
+    items,
+    k: int,
+    seed: int,
+    with_random: bool,
+    working: bool = False,
+) -> tuple[torch.Tensor, dict]:
+    """Answer cross-entropy after the bridged thoughts, plus the anti-shortcut and embedding terms."""
+    from agents.latentmas import derangement
+    from finetune.bridge_channel import bridge_state, bridged_embed_loss
+    from latent.memory import WorkingMemory
+
+    mem = WorkingMemory(lm, grad=True)
+    msgs, state = bridge_state(lm, sender, bridge, items, k, memory=mem)
+    targets = [answer_target(it, working) for it in items]
+    seqs = [ids_and_labels(lm.tokenizer, m, t) for m, t in zip(msgs, targets)]
+    logp, keep = token_logp(lm, seqs, state.copy())
+    loss = -(logp * keep).sum() / keep.sum()
+    parts = {
+        "bridge_ce": float(loss.detach()),
+        "bridge_ce_digits": float(digit_ce(lm, seqs, logp, keep).detach()),
+    }
+    if cfg.embed_weight > 0:
+        notes = [note_targets(lm, items, i, k, cfg.relevance_notes) for i in range(len(items[0].shares))]
+        value = bridged_embed_loss(lm, bridge, mem, notes, IGNORE)
+        parts["embed"] = float(value.detach())
+        loss = loss + cfg.embed_weight * value
+    if cfg.anti_weight > 0:
+        states = [state.select_rows(derangement(len(items), seed))]
+        if with_random:
+            states.append(bridge_state(lm, sender, bridge, items, k, thoughts="random")[1])
+        # with working, only the operands copied from the thoughts ("23 + 14") are pushed down
+        anti_seqs = [
+            ids_and_labels(lm.tokenizer, m, t.split(" =")[0], eos=False) if " = " in t else s
+            for m, s, t in zip(msgs, seqs, targets)
+        ]
+        anti = []
+        for st in states:
+            lp, kp = token_logp(lm, anti_seqs, st)
+            p_gold = (lp * kp).sum(1).div(kp.sum(1)).exp()  # geometric-mean token prob of the gold answer
+            anti.append(-torch.log1p(-p_gold.clamp(max=1 - 1e-4)).mean())
+        parts["anti"] = float(torch.stack(anti).mean().detach())
+        loss = loss + cfg.anti_weight * torch.stack(anti).mean()
+    return loss, parts
+
+
+def bridge_batch(
+    cfg: ThoughtChannelConfig,
+    lm: LatentModel,
+    step: int,
+    rng: random.Random,
+    sender: LatentModel,
+    bridge: nn.Module,
+) -> tuple[str, torch.Tensor, dict]:
+    """(kind, loss, parts) of step `step`: a bridged latent batch, or (receiver LoRA only) an oracle batch."""
+    level = cfg.levels[step % len(cfg.levels)]
+    items, working = train_items(cfg, level, step), level in cfg.working_levels
+    if cfg.trainable == "lora" and rng.random() < cfg.oracle_frac:
+        return "oracle", sft_loss(lm, oracle_seqs(lm.tokenizer, items, working)), {}
+    with_random = step % cfg.anti_random_every == 0
+    k, seed = cfg.thoughts_at(step), cfg.seed + step
+    loss, parts = bridge_loss(cfg, lm, sender, bridge, items, k, seed, with_random, working)
+    return "bridge", loss, parts
+
+
 # ----------------------------------------------------------------------------- the loop
 
 
@@ -836,8 +908,6 @@ def train(
     end, t0, window = cfg.stop_at or cfg.max_steps, time.perf_counter() - wall, {}
     batch = arith_batch if cfg.task == "arith" else lambda *a: handoff_batch(*a, arith)
     if bridge is not None:
-        from finetune.bridge_channel import bridge_batch
-
         batch = lambda *a: bridge_batch(*a, sender, bridge)  # noqa: E731
     lm.model.train()
     lm.refresh_aligner()
@@ -957,7 +1027,9 @@ def train_stages(stages: list[ThoughtChannelConfig], command: str = "") -> dict:
             lm = load_base(cfg)
             sender, bridge = bridge_channel.setup(cfg, lm)
             lm, log, wall = train(cfg, lm, sender, bridge)
-            bridge_channel.save(cfg, lm, bridge)
+            trained = any(p.requires_grad for p in lm.model.parameters())  # a receiver LoRA
+            receiver = save_model(lm, bridge_channel.receiver_path(cfg), cfg.base) if trained else None
+            bridge_channel.save(cfg, bridge, receiver)
         else:
             lm, log, wall = train(cfg, load_base(cfg))
             save_model(lm, cfg.export_path, cfg.base)

@@ -171,7 +171,11 @@ def _recipe_args(recipe: Path, base: str, out: Path) -> list[str]:
 
 def test_every_recipe_names_its_command_and_runs_two_steps_per_stage_on_a_tiny_model(llama, tmp_path):
     """Each channel recipe opens with the command that runs it, loads (stages and all) into the config,
-    and trains two steps per stage on the tiny model through `latentworks finetune mas`."""
+    and trains two steps per stage on the tiny model through `latentworks finetune mas` (a bridge recipe
+    from a tiny sender of another width and tokenizer)."""
+    from latent.testing import tiny_pair
+
+    sender, receiver = tiny_pair(tmp_path / "pair")
     names = [f.name for f in CHANNEL_RECIPES]
     assert names == [
         "arith-mini-v4.yaml",
@@ -180,21 +184,26 @@ def test_every_recipe_names_its_command_and_runs_two_steps_per_stage_on_a_tiny_m
         "arith-mini-v7.yaml",
         "arith-mini-v8.yaml",
         "gemma-3-270m-handoff.yaml",
+        "qwen2.5-coder-0.5b-instruct-handoff.yaml",
+        "qwen2.5-coder-1.5b-instruct-to-qwen2.5-coder-0.5b-instruct-bridge.yaml",
+        "smollm2-135m-instruct-handoff-wordings.yaml",
         "smollm2-135m-instruct-handoff.yaml",
+        "smollm2-135m-instruct-to-qwen2.5-coder-0.5b-instruct-bridge.yaml",
     ]
     for f in CHANNEL_RECIPES:
         first = f.read_text().splitlines()[0]
         assert first == f"# latentworks finetune mas --config finetune/recipes/{f.name}", first
         out = tmp_path / f.stem
-        assert main(_recipe_args(f, llama.model.name_or_path, out)) == 0, f.name
+        bridge = f.stem.endswith("-bridge")
+        args = _recipe_args(f, receiver.model.name_or_path if bridge else llama.model.name_or_path, out)
+        assert main(args + (["--sender", sender.model.name_or_path] if bridge else [])) == 0, f.name
         card = json.loads((out / "model" / "card.json").read_text())
         full = tc.stage_configs(_namespace(f))
         assert len(card["stages"]) == len(full) and card["steps"] == 2 * len(full)
         assert full[-1].name == f.stem.replace("-v5", "") and not full[0].base.startswith("/")
         assert [s["config"]["seed"] for s in card["stages"]] == [c.seed for c in full]
-        assert (
-            out / "model" / ("adapter_config.json" if "handoff" in f.stem else "model.safetensors")
-        ).is_file()
+        saved = "bridge_config.json" if bridge else "adapter_config.json" if "handoff" in f.stem else ""
+        assert (out / "model" / (saved or "model.safetensors")).is_file()
 
 
 def _namespace(recipe: Path):

@@ -11,7 +11,7 @@ closeness, since another CPU's kernels may round differently), and a single row 
 those inputs; anything else (more rows, float32, autograd, another device) runs `F.linear` as before.
 
 The gain is the AMX Xeon's: on an AMD EPYC with `avx512_bf16` and no AMX the routed path is slower than
-`F.linear` (Qwen2.5-Coder-0.5B, one row: 0.7x) and its one-row product is not bitwise equal to it. So a
+`F.linear` (Qwen2.5-Coder-0.5B at batch 1: 0.6x) and its one-row product is not bitwise equal to it. So a
 model is routed only where `few_rows_pay()` holds, a CPU-feature rule: the CPU lists `amx_bf16`. Float32
 never takes the route, so its numbers do not depend on the rule.
 """

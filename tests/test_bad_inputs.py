@@ -185,8 +185,8 @@ CASES = [
     (["finetune", "builtin", "--nosuch"], False),
     (["finetune", "builtin", "--max-steps", "0", "--out-dir", "ft"], False),
     (["finetune", "builtin", "--config", "list.yaml"], False),
-    (["finetune", "latent-align", "--aligner", "conv", "--out-dir", "ft"], False),
-    (["finetune", "latent-align", "--set", "latent_stepz=3"], False),
+    (["finetune", "mas", "--aligner", "conv", "--out-dir", "ft"], False),
+    (["finetune", "mas", "--set", "latent_stepz=3"], False),
 ]
 
 

@@ -15,7 +15,7 @@ applies four small runtime adapters, each needed and each documented:
    same prompts.
 
 5. `shared_weights(official, hf)` makes its loader return a copy of the project's loaded model whose
-   weight tensors are the same objects, so a 1.5B model in float32 fits the memory of a small machine
+   weights share our tensors' storage, so a 1.5B model in float32 fits the memory of a small machine
    once, not twice. The copy has its own modules and config: the official code resizes its embedding
    table to the tokenizer (Qwen: 151,936 -> 151,665 rows) on its copy alone.
 
@@ -141,14 +141,17 @@ def use_prompts(official: types.SimpleNamespace, build: Callable[[str, str], lis
 
 @contextmanager
 def shared_weights(official: types.SimpleNamespace, hf: torch.nn.Module) -> Iterator[None]:
-    """While open, the official `AutoModelForCausalLM.from_pretrained` returns a copy of `hf` (modules and
-    config copied, every parameter and buffer the same tensor), in `hf`'s dtype."""
+    """While open, the official `AutoModelForCausalLM.from_pretrained` returns a copy of `hf` (modules,
+    config and Parameter objects copied; every weight and buffer the same storage), in `hf`'s dtype."""
     real = official.models.AutoModelForCausalLM
 
     class Shared:
         @staticmethod
         def from_pretrained(*args, **kwargs) -> torch.nn.Module:
-            memo = {id(t): t for t in [*hf.parameters(), *hf.buffers()]}
+            # a new Parameter over the same storage: the official resize replaces `.data` of its own
+            # embedding Parameter, which must not resize ours
+            memo = {id(p): torch.nn.Parameter(p.detach(), p.requires_grad) for p in hf.parameters()}
+            memo.update({id(t): t for t in hf.buffers()})
             return copy.deepcopy(hf, memo)
 
     official.models.AutoModelForCausalLM = Shared

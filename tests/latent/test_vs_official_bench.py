@@ -37,3 +37,38 @@ def test_work_ceiling_counts_padded_rows_and_the_lm_head_against_real_tokens():
     ours = torch.tensor([[0] * 6 + [1] * 4, [1] * 10])  # real tokens 4 + 10
     # official (10 + 2 steps) x 2 rows x 1.5 (LM head) = 36; ours 14 + 2 steps x 2 rows = 18
     assert _load("vs_official").work_ceiling(official, ours, 2, {"ceiling": 1.5}) == pytest.approx(2.0)
+
+
+def test_shared_weights_copy_shares_tensors_and_resizes_alone(tmp_path):
+    """The official loader under `shared_weights` returns a module copy whose weights are our tensors;
+    resizing its embedding table (as the official code does) leaves our model untouched."""
+    import types
+
+    from latent import load_model
+    from latent.testing import tiny_model
+
+    tiny_model("llama", tmp_path, hidden_size=32)
+    m = load_model(str(tmp_path), device="cpu")
+    real = object()
+    off = types.SimpleNamespace(models=types.SimpleNamespace(AutoModelForCausalLM=real))
+    with _load("official_adapter").shared_weights(off, m.model):
+        copy = off.models.AutoModelForCausalLM.from_pretrained(str(tmp_path), torch_dtype=None)
+    assert off.models.AutoModelForCausalLM is real  # the loader is restored on exit
+    assert copy is not m.model and copy.config is not m.model.config
+    ours = dict(m.model.named_parameters())
+    assert all(p.data_ptr() == ours[n].data_ptr() for n, p in copy.named_parameters())
+    rows = m.model.get_input_embeddings().weight.shape[0]
+    copy.resize_token_embeddings(rows - 3)
+    assert m.model.get_input_embeddings().weight.shape[0] == rows
+
+
+def test_one_solve_is_the_aligner_it_is_bound_to():
+    """`OneSolve` (ours under --shared-solve) calls and reads the aligner it is bound to."""
+    import torch
+
+    from latent.realign import Realigner
+
+    one = _load("vs_official").OneSolve()
+    one.aligner = Realigner(matrix=torch.eye(4) * 2, target_norm=3.0)
+    h = torch.randn(2, 4)
+    assert torch.equal(one(h), one.aligner(h)) and one.target_norm == 3.0

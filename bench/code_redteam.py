@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from functools import partial
 
-from eval.sandbox_limits import SANDBOX_UID_BASE, SANDBOX_UID_SLOTS, pids_of_uid
+from eval.sandbox.limits import SANDBOX_UID_BASE, SANDBOX_UID_SLOTS, pids_of_uid
 from eval.scoring import score
 from eval.tasks import load_task
 from latent.args import add_config_arguments, config_from_args, run_script

@@ -52,8 +52,8 @@ def ours(row: dict) -> str | None:
 
 def ours_without_late_rules(row: dict) -> str | None:
     """Ours without the two rules added after reading this set's errors (cut-off text, last sentence)."""
-    from eval.choice_extraction import extract_choice as choice
     from eval.scoring import extract_boxed
+    from eval.scoring.choice_extraction import extract_choice as choice
 
     if row["kind"] == "math":
         return extract_math_answer(row["output"], last_number_when_cut_off=True)[0]

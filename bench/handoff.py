@@ -23,8 +23,8 @@ import json
 from dataclasses import dataclass, field
 from functools import partial
 
-from eval import tasks_handoff as th
-from eval.tasks_handoff_rows import K_SWEEP, MAX_NEW_TOKENS, PAIR_ROWS, ROWS, Pair, Row, run_row
+from eval.tasks import handoff as th
+from eval.tasks.handoff_rows import K_SWEEP, MAX_NEW_TOKENS, PAIR_ROWS, ROWS, Pair, Row, run_row
 from latent.args import UsageError, add_config_arguments, config_from_args, run_script
 
 
@@ -46,7 +46,7 @@ class HandoffBench:
         default=None, metadata={"help": "name or path of the bridge from --sender to --model"}
     )
     data: str | None = field(
-        default=None, metadata={"help": "hand-off JSONL file in the schema (eval/tasks_handoff.py)"}
+        default=None, metadata={"help": "hand-off JSONL file in the schema (eval/tasks/handoff.py)"}
     )
     level: str | None = field(
         default=None,

@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass, field
 from functools import partial
 
-from eval import tasks_handoff as th
 from eval.report import wilson
+from eval.tasks import handoff as th
 from latent.args import UsageError, add_config_arguments, config_from_args, run_script
 
 
@@ -129,7 +129,7 @@ class HandoffProbe:
 
     model: str = field(default="builtin:arith-mini-v6", metadata={"help": "load_model name or path"})
     data: str | None = field(
-        default=None, metadata={"help": "hand-off JSONL file in the schema (eval/tasks_handoff.py)"}
+        default=None, metadata={"help": "hand-off JSONL file in the schema (eval/tasks/handoff.py)"}
     )
     level: str | None = field(
         default=None,

@@ -1,7 +1,7 @@
 """Time and memory of `score()` on hostile outputs, in the main thread and in a worker thread.
 
 Run: `PYTHONPATH=. nice python bench/scoring_hostile.py`. Prints one row per output (seconds in each thread),
-then the slowest call and the process's peak RSS. `eval.symbolic` starts its helper first (a
+then the slowest call and the process's peak RSS. `eval.scoring.symbolic` starts its helper first (a
 one-time cost, printed separately).
 """
 
@@ -15,7 +15,7 @@ from functools import partial
 
 from bench.hostile_corpus import corpus  # run from the project root with PYTHONPATH=.
 from eval.scoring import score
-from eval.symbolic import symbolic_equal
+from eval.scoring.symbolic import symbolic_equal
 from latent.args import add_config_arguments, config_from_args, run_script
 
 

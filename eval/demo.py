@@ -136,9 +136,9 @@ def handoff_table(demo: DemoConfig) -> str:
     (oracle), and the hand-offs, on `demo.handoff_model`."""
     import torch
 
-    from eval import tasks_handoff as th
     from eval.report import wilson
-    from eval.tasks_handoff_rows import MAX_NEW_TOKENS, run_row
+    from eval.tasks import handoff as th
+    from eval.tasks.handoff_rows import MAX_NEW_TOKENS, run_row
     from latent import load_model
 
     if demo.threads is not None:

@@ -352,13 +352,13 @@ def evaluate(cfg: EvalConfig) -> Path:
     check_out_dir(cfg)
     task = load_task(cfg.task, data=cfg.data, limit=cfg.limit, seed=cfg.run.seed)
     if task.kind == "code":  # the sandbox can import what the tests import, or one clear error now
-        from eval.code_verdict import canary_items
+        from eval.sandbox.code_verdict import canary_items
 
         canary_items(task.items)
     graph = agents.Graph.resolve(cfg.graph)
     model_path = check_model(cfg)
     if task.kind == "math":  # the symbolic helper's import (seconds) overlaps the model load
-        from eval.symbolic import prestart
+        from eval.scoring.symbolic import prestart
 
         prestart()
     rank, world = shard()

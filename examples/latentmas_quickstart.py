@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 import agents
-from eval.arith_data import make_problems
+from eval.tasks.arith_data import make_problems
 from latent import load_model
 from latent.memory import WorkingMemory
 

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from eval import tasks_handoff as th
+from eval.tasks import handoff as th
 
 if TYPE_CHECKING:
-    from eval.tasks_handoff_rows import Pair
+    from eval.tasks.handoff_rows import Pair
     from latent import LatentModel
     from latent.bridge import Bridge
     from latent.memory import WorkingMemory
@@ -61,7 +61,7 @@ def bridge_state(
     read through the bridge, with gradients."""
     import agents
     from agents.handoff import PROMPT_SET
-    from eval.tasks_handoff_rows import BRIDGE, SENDER
+    from eval.tasks.handoff_rows import BRIDGE, SENDER
     from latent.memory import WorkingMemory
 
     run = agents.RunConfig(prompts=PROMPT_SET, latent_steps=k, threads=None, thoughts=thoughts)
@@ -122,7 +122,7 @@ def save(cfg: Any, bridge: Bridge, receiver: Path | None = None) -> Path:
 
 def load_trained(cfg: Any) -> tuple[LatentModel, Pair]:
     """(receiver, Pair) of a saved bridge, each model loaded by the name the bridge records."""
-    from eval.tasks_handoff_rows import Pair
+    from eval.tasks.handoff_rows import Pair
     from latent import load_model
     from latent.bridge import Bridge
 

@@ -10,11 +10,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eval import tasks_handoff as th
 from eval.report import wilson
+from eval.tasks import handoff as th
 
 if TYPE_CHECKING:
-    from eval.tasks_handoff_rows import Pair
+    from eval.tasks.handoff_rows import Pair
     from latent import LatentModel
 
 HANDOFF_ROWS = (
@@ -36,7 +36,7 @@ def evaluate(cfg: Any, lm: LatentModel, pair: Pair | None = None) -> dict:
     if cfg.eval_n == 0:
         return {}
     if cfg.task == "handoff":
-        from eval.tasks_handoff_rows import MAX_NEW_TOKENS, run_row
+        from eval.tasks.handoff_rows import MAX_NEW_TOKENS, run_row
 
         out = {}
         for level in dict.fromkeys(cfg.levels):
@@ -47,7 +47,7 @@ def evaluate(cfg: Any, lm: LatentModel, pair: Pair | None = None) -> dict:
             }
         return out
     import agents
-    from eval.arith_data import extract_boxed_int, make_problems
+    from eval.tasks.arith_data import extract_boxed_int, make_problems
 
     problems = make_problems(cfg.eval_n, seed=cfg.eval_seed, split="heldout")
     runs = [(m, cfg.prompt_sets[0]) for m in agents.METHODS] + [
@@ -82,7 +82,7 @@ def solver_accuracy(model_path: str, seed: int = 2024, n_per_steps: int = 256) -
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from eval.arith_data import make_problems
+    from eval.tasks.arith_data import make_problems
     from finetune.train_builtin import accuracy_by_steps
 
     model = AutoModelForCausalLM.from_pretrained(model_path, local_files_only=True, dtype=torch.float32)

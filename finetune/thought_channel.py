@@ -6,10 +6,10 @@ what it writes after reading them; gradients flow through every thought into the
 them (Coconut-style training of continuous thoughts). Thoughts per agent grow over `latent_curriculum`.
 
 Two tasks, one loop (`train`):
-- `arith` (`eval/arith_data.py`): text batches give a random role of the default graphs 0-3 upstream
+- `arith` (`eval/tasks/arith_data.py`): text batches give a random role of the default graphs 0-3 upstream
   drafts laid out as text_mas hands them on (some wrong; the target is always the correct solution);
   latent batches run a graph (sequential or hierarchical) as latent_mas and score the final agent.
-- `handoff` (`eval/tasks_handoff.py`): each holder reads one share, the answerer only the question, so it
+- `handoff` (`eval/tasks/handoff.py`): each holder reads one share, the answerer only the question, so it
   can answer only from what the holders hand on. Text batches teach the note a holder hands on and the
   answer from notes (falling from most batches to `text_floor`); oracle batches see every share; latent
   batches score the answer after k thoughts per holder, plus an anti-shortcut term (after Interlat: the
@@ -47,9 +47,9 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
-from eval import tasks_handoff as th
-from eval import tasks_handoff_wordings as tw
-from eval.arith_data import ROLE_SYSTEM_PROMPTS, make_context, make_problems, to_messages
+from eval.tasks import handoff as th
+from eval.tasks import handoff_wordings as tw
+from eval.tasks.arith_data import ROLE_SYSTEM_PROMPTS, make_context, make_problems, to_messages
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -459,7 +459,7 @@ def train_items(cfg: ThoughtChannelConfig, level: str, step: int) -> list[th.Han
 def arith_stream(cfg: ThoughtChannelConfig) -> list:
     """The solver SFT problems of a hand-off run: signature-disjoint from the evaluated arith problems and,
     with `arith_skip_test_sums`, free of any line adding two hand-off test sum values."""
-    from eval.arith_data import signature_disjoint_train, solution_signature
+    from eval.tasks.arith_data import signature_disjoint_train, solution_signature
 
     n = cfg.max_steps * cfg.batch_size
     if cfg.arith_frac <= 0:
@@ -479,7 +479,7 @@ def heldout_checks(cfg: ThoughtChannelConfig) -> dict:
     """Recount what a hand-off stage trained on against what is evaluated: items holding a test-split value
     or name, arith problems with an evaluated problem's solution signature, and arith lines adding two
     hand-off test sum values (a sum test item's working line). All should be 0."""
-    from eval.arith_data import eval_signatures, solution_signature
+    from eval.tasks.arith_data import eval_signatures, solution_signature
 
     test_vals, test_sum = set(th.values("test")), set(th.values("test", 10, 49))
     name_re = re.compile(r"\b(" + "|".join(th.TEST_NAMES) + r")\b")
@@ -1008,7 +1008,7 @@ def train_stages(stages: list[ThoughtChannelConfig], command: str = "") -> dict:
     if last.eval_n:
         base = load_base(first)
         if first.sender:  # a bridge: before training, the ridge-initialised bridge between the two models
-            from eval.tasks_handoff_rows import Pair
+            from eval.tasks.handoff_rows import Pair
             from finetune.bridge_channel import setup
 
             before = report.evaluate(first, base, Pair(*setup(first, base)))

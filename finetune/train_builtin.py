@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from eval.arith_data import (
+from eval.tasks.arith_data import (
     CONTEXT_KINDS,
     ROLE_SYSTEM_PROMPTS,
     ArithProblem,
@@ -648,7 +648,7 @@ def plot_loss(log: list[dict], path: Path) -> None:
 
 
 def _frames_line() -> str:
-    from eval.arith_data import (
+    from eval.tasks.arith_data import (
         HELDOUT_NOUNS,
         HELDOUT_TEMPLATES,
         SCENE_PREFIXES,
@@ -676,7 +676,7 @@ def model_card_markdown(card: dict) -> str:
 
 A {card["params"] / 1e6:.2f}M-parameter Llama-style chat model trained from scratch on two shared CPU cores by
 `finetune/train_builtin.py`. It solves short multi-step arithmetic word problems
-(`eval/arith_data.py`) step by step, one line per operation, and ends with `\\boxed{{answer}}`.
+(`eval/tasks/arith_data.py`) step by step, one line per operation, and ends with `\\boxed{{answer}}`.
 It also accepts the multi-agent role prompts of `ROLE_SYSTEM_PROMPTS` (planner, critic, refiner,
 judger, math/science/code experts, summarizer), with a hint or draft from a previous agent in the user turn.
 It is a toy for running latentworks offline, not a general language model.
@@ -717,7 +717,7 @@ Validation accuracy during training:
 {vals}
 
 ## Limitations
-- Only the arithmetic word problems of `eval/arith_data.py`: operands <= 50, multiplication by 2-5,
+- Only the arithmetic word problems of `eval/tasks/arith_data.py`: operands <= 50, multiplication by 2-5,
   totals below 1000, 1-4 operations. Anything else (free text, other tasks) produces fluent-looking nonsense.
 - Every role answers with a worked solution; role prompts change the wording of the system turn, not the
   behaviour. The critic does not write a critique: it writes a corrected solution.

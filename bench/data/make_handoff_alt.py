@@ -1,5 +1,5 @@
 """Writes bench/data/handoff_alt.jsonl: hand-off items in the schema with wording, names and objects that
-the built-in generator (eval/tasks_handoff.py) never uses, to check that a trained channel is not tied to
+the built-in generator (eval/tasks/handoff.py) never uses, to check that a trained channel is not tied to
 one template. Values come from the generator's test split, so no value was seen in training.
 
 Run: python bench/data/make_handoff_alt.py
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from eval.tasks_handoff import values
+from eval.tasks.handoff import values
 from latent.args import add_config_arguments, config_from_args, run_script
 
 PEOPLE = ("Priya", "Mateo", "Yuki", "Kofi", "Ingrid", "Rafael", "Aisha", "Dmitri", "Chloe", "Tariq")

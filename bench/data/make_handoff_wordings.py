@@ -1,6 +1,6 @@
 """Writes bench/data/handoff_wordings_{relay,pick,sum}.jsonl: hand-off items in the schema whose wording was
-written by hand for this file, apart from the training generators (eval/tasks_handoff.py and
-eval/tasks_handoff_wordings.py): its own templates, names, places and units, its own number words, and not
+written by hand for this file, apart from the training generators (eval/tasks/handoff.py and
+eval/tasks/handoff_wordings.py): its own templates, names, places and units, its own number words, and not
 one import from eval/. It measures whether a trained channel carries a share whatever its wording.
 
 Values follow the test split's rule (digit sum divisible by 4), restated here, so no value was trained on;

@@ -11,7 +11,7 @@ import yaml
 import agents
 import latent.loading
 from agents.graph import Graph
-from eval import tasks_handoff as th
+from eval.tasks import handoff as th
 from latent.bridge import Bridge
 from latent.testing import tiny_pair
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import agents
-from eval.tasks_handoff import make_items
+from eval.tasks.handoff import make_items
 from latent import LatentModel
 
 ITEMS = make_items("pick", 4, "test", seed=3)

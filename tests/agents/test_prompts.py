@@ -4,8 +4,8 @@ from agents import PromptSet
 
 
 def test_default_prompts_match_the_builtin_training_prompts():
-    """System prompts and the context layout are identical to eval/arith_data.py's."""
-    from eval.arith_data import ROLE_SYSTEM_PROMPTS, make_problems, to_messages
+    """System prompts and the context layout are identical to eval/tasks/arith_data.py's."""
+    from eval.tasks.arith_data import ROLE_SYSTEM_PROMPTS, make_problems, to_messages
 
     ps = PromptSet.load("default")
     assert ps.system == ROLE_SYSTEM_PROMPTS

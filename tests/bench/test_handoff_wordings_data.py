@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from bench.data import make_handoff_wordings as mw
-from eval import tasks_handoff as th
-from eval import tasks_handoff_wordings as tw
+from eval.tasks import handoff as th
+from eval.tasks import handoff_wordings as tw
 
 DATA = Path(__file__).resolve().parents[2] / "bench" / "data"
 LEVELS = ("relay", "pick", "sum")
-# The plain generator's templates (eval/tasks_handoff.py writes them inline); the first test checks that
+# The plain generator's templates (eval/tasks/handoff.py writes them inline); the first test checks that
 # they are what it draws, so this list cannot drift from it.
 PLAIN = (
     "{name}'s {what} is {num}.",

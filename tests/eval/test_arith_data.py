@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from eval.arith_data import (
+from eval.tasks.arith_data import (
     CONTEXT_KINDS,
     HELDOUT_NOUNS,
     HELDOUT_TEMPLATES,

@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from eval.code_verdict import SandboxImportError, canary, judge_code
 from eval.sandbox import isolation_report
+from eval.sandbox.code_verdict import SandboxImportError, canary, judge_code
 from eval.scoring import score
 from eval.tasks import Item, load_task
 

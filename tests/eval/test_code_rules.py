@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from eval import code_codec
-from eval.code_verdict import judge_code
+from eval.sandbox import code_codec
+from eval.sandbox.code_verdict import judge_code
 
 ADD_TESTS = "".join(f"assert add({i}, 1) == {i + 1}\n" for i in range(7))
 

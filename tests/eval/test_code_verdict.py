@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from eval.code_verdict import judge_code
+from eval.sandbox.code_verdict import judge_code
 from eval.scoring import Score, score
 from eval.tasks import Item
 

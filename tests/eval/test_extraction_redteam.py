@@ -1,5 +1,5 @@
 """A careful reader's verdicts on tricky math and multiple-choice answers: the scorer may be stricter than
-the reader (score a right output wrong, stated in eval/README_scoring.md), never more lenient."""
+the reader (score a right output wrong, stated in eval/scoring/README.md), never more lenient."""
 
 from __future__ import annotations
 

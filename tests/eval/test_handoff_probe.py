@@ -2,7 +2,7 @@
 
 from agents.results import AgentStats, Result
 from bench.handoff_probe import answer_number, probe_item, spelled
-from eval.tasks_handoff import HandoffItem
+from eval.tasks.handoff import HandoffItem
 
 
 def _lens(*tops):

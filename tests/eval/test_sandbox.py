@@ -10,7 +10,7 @@ import time
 import pytest
 
 from eval.sandbox import isolation_report, run_python
-from eval.sandbox_limits import SANDBOX_UID_BASE, SANDBOX_UID_SLOTS
+from eval.sandbox.limits import SANDBOX_UID_BASE, SANDBOX_UID_SLOTS
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import tempfile
 
 import pytest
 
-from eval import sandbox_limits
-from eval.sandbox_limits import UidSlot, uid_lock_dir
+from eval.sandbox import limits as sandbox_limits
+from eval.sandbox.limits import UidSlot, uid_lock_dir
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="uid slots are taken only when scoring as root")
 

@@ -22,7 +22,7 @@ from eval.scoring import (
     normalize_number,
     score,
 )
-from eval.symbolic import symbolic_equal
+from eval.scoring.symbolic import symbolic_equal
 from eval.tasks import Item
 
 LIMIT_S = 2.0
@@ -141,7 +141,7 @@ def test_python_in_an_answer_never_reaches_the_symbolic_parser(tmp_path):
     ):
         s = score(CASES[0][1], text)
         assert not s.correct and not target.exists(), (text, s)
-    from eval.scoring import _symbolic_safe
+    from eval.scoring.scorer import _symbolic_safe
 
     # math_verify does not evaluate this today; a Python call never reaches it in case a parser would
     assert not _symbolic_safe("eval(bytes([49,43,49]).decode())") and _symbolic_safe("\\frac{1}{\\sqrt{2}}")
@@ -179,7 +179,7 @@ def test_scans_that_were_superlinear(case):
 
 def test_a_commitment_reads_a_window_not_the_rest_of_the_text(monkeypatch):
     """Each commitment once copied the whole rest of the text to look at one word after its letter."""
-    import eval.choice_extraction as ce
+    import eval.scoring.choice_extraction as ce
 
     seen = []
     real = ce._is_prose
@@ -275,8 +275,8 @@ def test_the_math_reader_says_why_it_read_nothing():
 
 
 def test_the_choice_module_guards_its_own_entry():
-    """`eval.choice_extraction.extract_choice`, called directly, is bounded the same way."""
-    from eval.choice_extraction import extract_choice as raw_extract_choice
+    """`eval.scoring.choice_extraction.extract_choice`, called directly, is bounded the same way."""
+    from eval.scoring.choice_extraction import extract_choice as raw_extract_choice
 
     start = time.perf_counter()
     assert raw_extract_choice(BIG, None) is None

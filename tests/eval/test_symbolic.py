@@ -11,7 +11,7 @@ pytest.importorskip("math_verify")
 
 _FIRST_COMPARISON = """
 import time
-from eval import symbolic
+from eval.scoring import symbolic
 starts = []
 real = symbolic._start
 symbolic._start = lambda: starts.append(1) or real()
@@ -51,8 +51,8 @@ def test_a_comparison_during_the_prestart_waits_for_it_rather_than_starting_anot
 def test_a_math_run_prestarts_the_helper_before_its_model_loads(tiny_eval, tmp_path, monkeypatch):
     """`evaluate` on a math task calls `prestart` before `load_model`."""
     import latent
-    from eval import symbolic
     from eval.runner import evaluate
+    from eval.scoring import symbolic
 
     calls = []
     monkeypatch.setattr(symbolic, "prestart", lambda: calls.append("prestart"))

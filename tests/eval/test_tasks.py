@@ -75,7 +75,7 @@ def test_reasoning_gym_tasks_are_deterministic_by_seed(name):
 
 
 def test_arith_task_uses_the_builtin_heldout_generator():
-    """`arith` wraps eval.arith_data's held-out split, seeded and prefix-stable."""
+    """`arith` wraps eval.tasks.arith_data's held-out split, seeded and prefix-stable."""
     task = load_task("arith", limit=4, seed=7)
     assert len(task.items) == 4 and task.kind == "math"
     assert load_task("arith", limit=2, seed=7).items == task.items[:2]
@@ -214,7 +214,7 @@ def test_hub_task_offline_without_data_says_how_to_pass_data(monkeypatch):
     """With the hub unreachable and no file, the error explains `--data` and the schema."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    with pytest.raises(ValueError, match=r"--data .*README_tasks"):
+    with pytest.raises(ValueError, match=r"--data .*tasks/README"):
         load_task("aime2025")
 
 

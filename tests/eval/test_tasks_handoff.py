@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from eval import tasks_handoff as th
+from eval.tasks import handoff as th
 from eval.tasks import load_task
 
 

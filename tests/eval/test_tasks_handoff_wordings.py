@@ -1,4 +1,4 @@
-"""The varied hand-off wordings (`eval/tasks_handoff_wordings.py`): templates vary, every item is valid
+"""The varied hand-off wordings (`eval/tasks/handoff_wordings.py`): templates vary, every item is valid
 in the schema, each share holds its number exactly as the answer needs it, and train and test are disjoint
 by value and by made-up name."""
 
@@ -7,8 +7,8 @@ from dataclasses import asdict
 
 import pytest
 
-from eval import tasks_handoff as th
-from eval import tasks_handoff_wordings as tw
+from eval.tasks import handoff as th
+from eval.tasks import handoff_wordings as tw
 
 
 def _pattern(template: str) -> re.Pattern:

@@ -11,7 +11,7 @@ import shutil
 import pytest
 import torch
 
-from eval import tasks_handoff as th
+from eval.tasks import handoff as th
 from finetune import thought_channel as tc
 from finetune.bridge_channel import bridge_state, setup
 from latent.bridge import Bridge

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from eval import tasks_handoff as th
+from eval.tasks import handoff as th
 from finetune import thought_channel as tc
 
 # sha256 of the draws below, computed on the code before `wordings` was added (issue #57)

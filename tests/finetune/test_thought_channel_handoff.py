@@ -8,8 +8,8 @@ import re
 
 import torch
 
-import eval.arith_data as ad
-from eval import tasks_handoff as th
+import eval.tasks.arith_data as ad
+from eval.tasks import handoff as th
 from finetune.thought_channel import (
     IRRELEVANT_NOTE,
     ThoughtChannelConfig,

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from eval import tasks_handoff_wordings as tw
+from eval.tasks import handoff_wordings as tw
 from finetune import thought_channel as tc
 from latent import load_model
 

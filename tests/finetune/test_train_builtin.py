@@ -7,7 +7,7 @@ import pytest
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from eval.arith_data import make_problems, to_messages
+from eval.tasks.arith_data import make_problems, to_messages
 from finetune import train_builtin as tb
 
 RECIPES = Path(__file__).resolve().parents[2] / "finetune" / "recipes"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from eval.arith_data import extract_boxed_int, make_problems
+from eval.tasks.arith_data import extract_boxed_int, make_problems
 
 BUILTIN = Path(__file__).resolve().parents[2] / "latent" / "builtin_models"
 N_PROBLEMS = 128

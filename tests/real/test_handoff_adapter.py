@@ -79,9 +79,9 @@ def test_the_shipped_channel_lists_with_its_base_and_loads_by_name(shipped, fres
 def test_the_shipped_channel_reproduces_its_cards_relay_rows(shipped, fresh_cache, row):
     """The card's held-out relay row (its test items, k thoughts) re-run here lands in the card's Wilson
     95% interval: the thoughts carry the share (latent_only) and another item's thoughts do not (other)."""
-    from eval import tasks_handoff as th
     from eval.report import wilson
-    from eval.tasks_handoff_rows import MAX_NEW_TOKENS, run_row
+    from eval.tasks import handoff as th
+    from eval.tasks.handoff_rows import MAX_NEW_TOKENS, run_row
     from latent import load_model
 
     cell = shipped.card["eval_after"]["relay"][row]

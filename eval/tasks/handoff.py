@@ -39,7 +39,7 @@ class HandoffItem:
     question: str
     answer: str
     # what each holder hands on ("53 Tavi": the number, then whose); None: read from the share itself (the
-    # plain wording's first word and last number). Set by the varied wordings (eval/tasks_handoff_wordings.py)
+    # plain wording's first word and last number). Set by the varied wordings (eval/tasks/handoff_wordings.py)
     notes: list[str] | None = None
 
 

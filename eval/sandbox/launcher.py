@@ -1,4 +1,4 @@
-"""The sandbox's launcher, run as `python -I -S sandbox_launcher.py CONFIG_JSON` as the leader of a new process group (setsid).
+"""The sandbox's launcher, run as `python -I -S launcher.py CONFIG_JSON` as the leader of a new process group (setsid).
 
 Not imported: `eval.sandbox` runs this file as a script (standard library only). It joins the run's
 cgroups, unshares the namespaces, forks the namespace's PID 1 (which builds the run's own root

@@ -1,15 +1,15 @@
 """Judge model-written code by a verdict it cannot write: per-test outcomes from a separate judge.
 
-`judge_code` runs `eval/code_judge.py` in the sandbox. The judge holds the tests and writes the
+`judge_code` runs `eval/sandbox/code_judge.py` in the sandbox. The judge holds the tests and writes the
 verdict, with a per-run secret, to an unlinked file that only it was handed; the candidate runs in
-its own fresh interpreter and only ever answers calls with plain data (`eval/code_codec.py`). The
+its own fresh interpreter and only ever answers calls with plain data (`eval/sandbox/code_codec.py`). The
 candidate's exit code, stdout, stderr, `atexit` hooks, `sys.excepthook`, forks, timers, rebound
 builtins, `__eq__` overrides and files are all irrelevant to the verdict: a test passes only when
 the judge itself saw the test's assertions hold on the values the candidate returned.
 
 Example:
 ```python
-from eval.code_verdict import judge_code
+from eval.sandbox.code_verdict import judge_code
 
 v = judge_code("def add(a, b):\\n    return a + b\\n", "assert add(1, 2) == 3\\n", "add")
 assert v.passed and (v.tests_passed, v.tests_total) == (1, 1)
@@ -29,8 +29,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from eval.code_tests import instrument
-from eval.sandbox import PACKAGES_DIR, SandboxLimits, run_sandboxed
+from eval.sandbox.code_tests import instrument
+from eval.sandbox.process import PACKAGES_DIR, SandboxLimits, run_sandboxed
 
 __all__ = [
     "CodeVerdict",

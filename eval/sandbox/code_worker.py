@@ -1,6 +1,6 @@
 """The candidate's process: loads model-written code as a module and calls its functions on request.
 
-Run by the judge (`eval/code_judge.py`) as `python -I -S -c SOURCE REQUEST_FD REPLY_FD`, a fresh
+Run by the judge (`eval/sandbox/code_judge.py`) as `python -I -S -c SOURCE REQUEST_FD REPLY_FD`, a fresh
 interpreter that holds no test, no expected output and no verdict channel. Everything here is
 untrusted once the candidate is loaded (it can replace any of it); the judge relies on none of
 it except that a reply is a decodable value.

@@ -1,6 +1,6 @@
 """Hand-off items in many wordings (the `varied` wording set of `latentworks finetune mas --wordings`).
 
-The plain generator (`eval/tasks_handoff.py`) writes every share one way ("Ann's locker code is 53."), and a
+The plain generator (`eval/tasks/handoff.py`) writes every share one way ("Ann's locker code is 53."), and a
 channel trained on it is tied to that wording. This one draws, per share, one of many templates and note
 shapes (sentence, passive, memo, log line, table or CSV row, chat message, list item), a paraphrased
 question, the number as digits or words (relay and pick; sum keeps digits, so its working line copies the
@@ -10,7 +10,7 @@ built from syllables, not taken from a list.
 Every item carries `notes`: what each holder hands on, the number in digits then the entity's made-up name
 ("53 Tavi"), since neither the share's first word nor its last number says that here.
 
-Train and test are disjoint by value (`eval.tasks_handoff.split_of_value`) and by name (`split_of_name`),
+Train and test are disjoint by value (`eval.tasks.handoff.split_of_value`) and by name (`split_of_name`),
 and no train name contains or is contained in a plain test-split name. The other-wording evaluation files
 (`bench/data/handoff_wordings_*.jsonl`) are written apart from this module, by their own templates.
 """
@@ -22,7 +22,7 @@ import re
 import zlib
 from dataclasses import dataclass
 
-from eval import tasks_handoff as th
+from eval.tasks import handoff as th
 
 WORDINGS = ("plain", "varied")
 CONSONANTS, VOWELS = "bdfghjklmnprstvwz", "aeiou"

@@ -9,7 +9,7 @@ Here:
   symbolic (`\\sqrt{2}/2`, intervals, expressions);
 - multiple choice: a letter from `\\boxed{B}`, "(B)", "B.", "Answer: b", "**B**", or the option's
   own text, checked against the number of options;
-- code: the last fenced python block (else a `def` block), judged by `eval.code_verdict`: the
+- code: the last fenced python block (else a `def` block), judged by `eval.sandbox.code_verdict`: the
   tests run in a judge process the candidate cannot write to, never in this process.
 
 Example:
@@ -28,17 +28,17 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from eval.choice_extraction import MAX_OUTPUT_CHARS
-from eval.choice_extraction import extract_choice as _extract_choice
-from eval.code_verdict import (
+from eval.sandbox.code_verdict import (
     MAX_CANDIDATE_CHARS,
     MAX_CANDIDATE_LINES,
     SandboxImportError,
     canary,
     judge_code,
 )
-from eval.number_words import words_to_number
-from eval.symbolic import symbolic_equal
+from eval.scoring.choice_extraction import MAX_OUTPUT_CHARS
+from eval.scoring.choice_extraction import extract_choice as _extract_choice
+from eval.scoring.number_words import words_to_number
+from eval.scoring.symbolic import symbolic_equal
 from eval.tasks import Item
 from latent.thinking import strip_thinking
 
@@ -492,7 +492,7 @@ def _symbolic_safe(s: str) -> bool:
 
 def _math_verify_equal(pred: str, gold: str) -> bool | None:
     """`math_verify` on two answer strings, in a helper process that is killed when it takes longer
-    than `eval.symbolic.TIMEOUT_S` (from any thread); None when unavailable, unparsable or too slow."""
+    than `eval.scoring.symbolic.TIMEOUT_S` (from any thread); None when unavailable, unparsable or too slow."""
     if not (_symbolic_safe(pred) and _symbolic_safe(gold)):
         return None
     return symbolic_equal(pred, gold)
@@ -525,8 +525,8 @@ def extract_choice(text: str, choices: list[str] | None) -> str | None:
     """The option letter ("A".."Z", upper case) a response commits to, or None.
 
     The last non-empty `\\boxed{}` (a letter or an option's text) first, then the latest
-    non-negated commitment unless a hedge follows it (`eval.choice_extraction`, policy in
-    eval/README_scoring.md). Only letters within the number of `choices` (A-E when unknown) count.
+    non-negated commitment unless a hedge follows it (`eval.scoring.choice_extraction`, policy in
+    eval/scoring/README.md). Only letters within the number of `choices` (A-E when unknown) count.
     """
     if _too_long(text):
         return None
@@ -608,7 +608,7 @@ def build_candidate(item: Item, code: str) -> str:
 
 def build_program(item: Item, code: str) -> str:
     """One script with the candidate and then the item's tests (for running a solution by hand;
-    scoring never trusts such a script's exit code, see `eval.code_verdict`)."""
+    scoring never trusts such a script's exit code, see `eval.sandbox.code_verdict`)."""
     return f"{build_candidate(item, code)}\n\n{item.tests or ''}\n"
 
 
@@ -692,7 +692,7 @@ def score(item: Item, text: str, sandbox_timeout: float = 10.0) -> Score:
     Never raises for an item or an output: a bad one (not a str, an unknown kind, a code item
     without tests, a bug met on odd input) is scored wrong with the reason in `detail`, so a run
     goes on and records it. Code items also report how many of their tests passed. Raises
-    `eval.code_verdict.SandboxImportError` when the sandbox cannot import what a code task's tests
+    `eval.sandbox.code_verdict.SandboxImportError` when the sandbox cannot import what a code task's tests
     import (a canary run, once per import set): every item would otherwise score wrong.
     """
     if not isinstance(text, str):

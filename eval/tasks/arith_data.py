@@ -15,7 +15,7 @@ LatentMAS) are in-distribution for the built-in models.
 
 Example:
 ```python
-from eval.arith_data import extract_boxed_int, make_problems, to_messages
+from eval.tasks.arith_data import extract_boxed_int, make_problems, to_messages
 
 problem = make_problems(1, seed=0, split="heldout")[0]
 messages = to_messages(problem, role="critic", context="23 + 12 = 35.")

@@ -2,11 +2,11 @@
 
 Model-written code must never run inside our process (the official LatentMAS code `exec`s it in a
 `multiprocessing.Process` with no limits). `run_python` writes the code to a fresh temp dir and runs
-it through a small launcher (`eval/sandbox_launcher.py`) that sets up isolation and then `execv`s an
+it through a small launcher (`eval/sandbox/launcher.py`) that sets up isolation and then `execv`s an
 isolated interpreter (`python -I -S`: no site-packages, no user site, `PYTHON*` variables ignored,
 so only the standard library is importable).
 
-What is contained, and on which machines, is written down in `eval/README_sandbox.md` (the threat
+What is contained, and on which machines, is written down in `eval/sandbox/README.md` (the threat
 model). In short, as root on Linux every run gets: its own PID, IPC, network and mount namespaces;
 every inherited mount read-only and private tmpfs views of `/tmp`, `/var/tmp`, `/dev/shm`, `/run`
 (so `/run/lock` and `/var/lock`); a uid of its own (one per concurrent run); one cgroup for the
@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from eval.sandbox_limits import RunCgroup, UidSlot, cgroup_support, pids_of_uid, tree_rss_bytes
+from eval.sandbox.limits import RunCgroup, UidSlot, cgroup_support, pids_of_uid, tree_rss_bytes
 
 __all__ = ["SandboxLimits", "SandboxResult", "SandboxRun", "isolation_report", "run_python", "run_sandboxed"]
 
@@ -50,7 +50,7 @@ logger = logging.getLogger(__name__)
 
 MAX_CAPTURE_CHARS = 20_000  # tail of stdout/stderr kept in the result
 _MAX_NOFILE = 64
-_LAUNCHER = str(Path(__file__).with_name("sandbox_launcher.py"))
+_LAUNCHER = str(Path(__file__).with_name("launcher.py"))
 # Host directories every process may write to; each gets a private tmpfs inside the sandbox.
 _PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run", "/run/lock", "/var/lock", "/var/run")
 _POLL_S = 0.02  # how often the fallback (no cgroup) measures the tree's memory
@@ -174,7 +174,7 @@ _LIMIT_MAX = {"timeout": 86_400, "memory_mb": 1 << 22, "max_procs": 1 << 15, "ma
 
 @dataclass(frozen=True)
 class SandboxLimits:
-    """What one sandboxed run may use (see `eval/README_sandbox.md`); checked when it is made.
+    """What one sandboxed run may use (see `eval/sandbox/README.md`); checked when it is made.
 
     `memory_mb` and `max_procs` hold for the whole process tree where cgroups are available (else per
     process, with the tree's memory measured and the tree killed past the limit). A non-positive,

@@ -1,9 +1,9 @@
 """The code judge: runs a task's tests against a candidate that lives in another process.
 
-Run by `eval.code_verdict` as the sandbox's main script, `python -I -S code_judge.py PAYLOAD_FD
+Run by `eval.sandbox.code_verdict` as the sandbox's main script, `python -I -S code_judge.py PAYLOAD_FD
 VERDICT_FD` (standard library only). The tests, the expected outputs and the verdict stay in
 this process, which is not dumpable (a same-uid process cannot read its memory or trace it). The
-candidate runs in a fresh interpreter (`eval/code_worker.py`) that gets neither descriptor: each
+candidate runs in a fresh interpreter (`eval/sandbox/code_worker.py`) that gets neither descriptor: each
 call of a candidate function is sent there as plain data, and only the plain-data result comes
 back, so every comparison happens here, on honest built-in values. Each top-level assertion (and
 each iteration of a top-level test loop) is one test; its outcome is recorded here and written,
@@ -303,7 +303,7 @@ def main():
     for n in PAYLOAD["call_names"]:
         ns[n] = _proxy(n)
     ns["__lw_unit_pass__"], ns["__lw_unit_fail__"] = _unit_pass, _unit_fail
-    code = compile(PAYLOAD["tests"], "tests.py", "exec")  # instrumented by eval.code_tests
+    code = compile(PAYLOAD["tests"], "tests.py", "exec")  # instrumented by eval.sandbox.code_tests
     try:
         exec(code, ns)
     except BaseException as e:  # noqa: BLE001 - set-up of the tests failed outside any test

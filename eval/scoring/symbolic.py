@@ -9,7 +9,7 @@ A helper is used by one thread at a time; concurrent callers get helpers of thei
 
 Example:
 ```python
-from eval.symbolic import symbolic_equal
+from eval.scoring.symbolic import symbolic_equal
 
 assert symbolic_equal("\\\\sqrt{2}/2", "\\\\frac{1}{\\\\sqrt{2}}") is True
 ```

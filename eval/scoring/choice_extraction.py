@@ -1,4 +1,4 @@
-"""Which option letter a multiple-choice response commits to (rules and ambiguity policy: eval/README_scoring.md).
+"""Which option letter a multiple-choice response commits to (rules and ambiguity policy: eval/scoring/README.md).
 
 Order: the last non-empty `\\boxed{}` (a letter or an option's text); else the latest commitment in
 the text ("the answer is (C)", "Answer: b", "I'll go with D", "the best is B", "it must be C", a

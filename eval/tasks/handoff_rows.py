@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 
 import agents
 from agents.handoff import PROMPT_SET
-from eval import tasks_handoff as th
 from eval.report import wilson
 from eval.scoring import score
-from eval.tasks import Item
+from eval.tasks import handoff as th
+from eval.tasks.registry import Item
 
 if TYPE_CHECKING:
     from latent import LatentModel

@@ -24,7 +24,8 @@ from pathlib import Path
 from agents.config import RunConfig
 from agents.graph import Graph
 from eval.demo import demo_dtype
-from eval.report import load_results, summarize, time_ratio_spread
+from eval.report import summarize, time_ratio_spread
+from eval.run_state import load_results
 from eval.runner import EvalConfig, evaluate
 from latent.args import add_config_arguments, config_from_args, run_script
 

@@ -187,7 +187,8 @@ def queue(names: list[str], ranks: int, runs: Path = RUNS) -> int:
 
 # ----------------------------------------------------------------------------- report
 def _cell_rows(name: str, cell: Cell, runs: Path) -> dict | None:
-    from eval.report import load_results, paired_counts, summarize, time_ratio_spread
+    from eval.report import paired_counts, summarize, time_ratio_spread
+    from eval.run_state import load_results
 
     if not any((runs / name).glob("results*.jsonl")):
         return None

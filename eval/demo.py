@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
 
 def save_handoff_table(out: Path, table: str) -> Path:
     """Write the hand-off table to `handoff.md` in the run folder (beside report.md); returns the path."""
-    from eval.results_store import write_new
+    from eval.run_state.files import write_new
 
     path = Path(out) / "handoff.md"
     write_new(path, f"# Hand-off table\n\n{table}\n".encode(), "write the hand-off table")

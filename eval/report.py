@@ -11,66 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
-def _manifest(out: Path) -> dict | None:
-    """The run's manifest, None when the directory has none; a damaged one is an error naming it."""
-    from eval.results_store import read_manifest
-
-    return read_manifest(out / "manifest.json") if (out / "manifest.json").exists() else None
-
-
-def load_results(out: str | Path, problems: dict | None = None) -> list[dict]:
-    """Every record of every results*.jsonl in `out` (shards merged), last write of a pair wins.
-
-    Only records of this run count: each line is checked like on resume (`eval.run_records`: schema,
-    run id, item set, methods, checksum) against the directory's manifest. If `problems` is a dict, it
-    receives `duplicates` ((item, method) pairs written more than once: two writers, or a resume that
-    ran twice), `unreadable` (how many lines were skipped) and `reasons` (why, with counts). A
-    directory without one valid record is an error naming its files.
-    """
-    from eval.results_store import LineTooLong, read_lines
-    from eval.run_records import RunExpectation, read_line
-
-    out = Path(out)
-    files = sorted(out.glob("results*.jsonl"))
-    if not files:
-        raise ValueError(f"no results*.jsonl in {out}. Pass the output directory of a `latentworks eval` run")
-    manifest = _manifest(out)
-    expect = RunExpectation.from_manifest(manifest) if manifest is not None else RunExpectation()
-    recs: dict[tuple[str, str], dict] = {}
-    duplicates: dict[tuple[str, str], int] = {}
-    reasons: dict[str, int] = {}
-    for f in files:
-        lines = read_lines(f)  # the same reading as resume: no link followed, no unbounded line
-        while True:
-            try:
-                _, raw = next(lines)
-            except StopIteration:
-                break
-            except LineTooLong as err:  # a line too long to be a record: the rest of the file is skipped
-                why = str(err).split(";")[0]
-                reasons[why] = reasons.get(why, 0) + 1
-                break
-            r, why = read_line(raw, expect)
-            if why is not None:
-                reasons[why] = reasons.get(why, 0) + 1
-                continue
-            key = (r["item_id"], r["method"])
-            if key in recs:
-                duplicates[key] = duplicates.get(key, 1) + 1
-            recs[key] = r
-    unreadable = sum(reasons.values())
-    if problems is not None:
-        problems.update(duplicates=duplicates, unreadable=unreadable, reasons=reasons)
-    if not recs:
-        names = ", ".join(str(f) for f in files)
-        why = "; ".join(f"{n}x {r}" for r, n in list(reasons.items())[:3]) or "the files are empty"
-        raise ValueError(
-            f"no valid records in {names} ({unreadable} line(s) skipped: {why}). Pass the output directory "
-            "of a `latentworks eval` run, or rerun it with --resume"
-        )
-    return list(recs.values())
-
-
 def problem_warnings(problems: dict) -> list[str]:
     """Warning lines for a report: duplicated records and skipped lines."""
     lines = []
@@ -123,7 +63,7 @@ def coverage_warnings(manifest: dict, records: list[dict]) -> list[str]:
 def overflow_warnings(records: list[dict]) -> list[str]:
     """One warning line counting, per method, the items recorded as failures because they ran past the
     model's context (`eval.runner` records them instead of stopping the run)."""
-    from eval.run_records import CONTEXT_OVERFLOW
+    from eval.run_state.records import CONTEXT_OVERFLOW
 
     per: dict[str, int] = {}
     for r in records:
@@ -303,6 +243,8 @@ def plot(rows: list[dict], path: Path) -> None:
 
 def write_summary(out: str | Path, problems: dict | None = None) -> list[dict]:
     """Write `summary.json` (one row per method, plus the per-batch time-ratio spread); returns the rows."""
+    from eval.run_state.store import load_results
+
     out = Path(out)
     records = load_results(out, problems)
     rows = summarize(records)
@@ -314,7 +256,7 @@ def write_summary(out: str | Path, problems: dict | None = None) -> list[dict]:
 def _write(path: Path, text: str) -> None:
     """Write a report file by a fresh file renamed over it: a link planted at `path` is replaced, never
     followed."""
-    from eval.results_store import write_new
+    from eval.run_state.files import write_new
 
     write_new(path, text.encode(), "write")
 
@@ -328,12 +270,14 @@ def _dtype_shown(manifest: dict) -> str:
 
 def print_report(out: str | Path) -> str:
     """Print the table, write report.md, summary.json and (with matplotlib) report.png; returns the table."""
+    from eval.run_state.store import load_results, run_manifest
+
     out = Path(out)
     problems: dict = {}
     records = load_results(out, problems)
     rows = write_summary(out)
     warnings = problem_warnings(problems)
-    manifest = _manifest(out)
+    manifest = run_manifest(out)
     if manifest is None:
         warnings.append(f"warning: no manifest.json in {out}: the run's settings are unknown.")
         manifest = {}

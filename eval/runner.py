@@ -1,49 +1,24 @@
-"""Resumable evaluation runs: methods x graph on a task, one JSONL line per (item, method).
+"""Evaluation runs: methods x graph on a task, one JSONL line per (item, method).
 
-Layout of an output directory:
-    manifest.json          the run's identity: config, seed, task source, package versions, model fingerprint
-    results.jsonl          (or results.rank<R>.jsonl per process) appended and flushed after every batch
-    summary.json           per-method accuracy (Wilson 95% CI), tokens, seconds, time-ratio spread
-
-A killed run resumes with `resume=True`: every valid record is kept; a line that is not a record of
-this run (a torn last write, a corrupted byte, a wrong type, a record of another run or of an item
-outside the task, a checksum mismatch: `eval.run_records`) moves to `results.jsonl.quarantine` with
-its reason, and only missing (item, method) pairs run; a resume whose model weights or dtype changed,
-or whose manifest is missing or damaged, is refused (`eval.results_store`; the cases are listed
-in docs/resume-faults.md). One process
-at a time writes a results file (a lock). A directory holding another run's manifest is never
-overwritten unless `overwrite=True`; the manifest is written only after every check passed and the
-model loaded, so a failed start leaves nothing behind. Processes launched by `accelerate launch` (or `torchrun`) each take every N-th item and
-write their own file; `eval.report` merges them.
+`evaluate` checks the config, the task, the graph and the model, then runs the items batch by batch;
+the run's folder (manifest, lock, records, resume) is reached only through `eval.run_state.RunStore`,
+and the table at the end is `eval.report`'s (`summary.json`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
-import platform
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agents.handoff import PROMPT_SET as HANDOFF_PROMPTS
 from eval.config import EvalConfig
-from eval.results_store import (
-    RunStoreError,
-    check_belongs,
-    check_resume,
-    open_for_append,
-    read_done,
-    read_manifest,
-    refuse_links,
-    release,
-    write_manifest,
-    writing,
-)
-from eval.run_records import CONTEXT_OVERFLOW, RECORD_FORMAT, RunExpectation, new_run_id, run_id_of, seal
+from eval.run_state.records import CONTEXT_OVERFLOW, seal
+from eval.run_state.store import RunStore
 
 if TYPE_CHECKING:
     from latent import LatentModel
@@ -56,126 +31,6 @@ KIND_INSTRUCTIONS = {
     "mc": "\n\nAnswer with the letter of the correct option in \\boxed{}.",
     "code": "\n\nWrite the complete Python solution in a single ```python code block.",
 }
-
-
-def shard() -> tuple[int, int]:
-    """(rank, world size) from accelerate/torchrun environment variables; (0, 1) when alone."""
-    rank = int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", 0)))
-    world = int(os.environ.get("WORLD_SIZE", 1))
-    return rank, world
-
-
-def model_fingerprint(path: str) -> str:
-    """sha256 over config.json and each weight file's size + first and last MiB (cheap for 100 GB models)."""
-    h = hashlib.sha256()
-    p = Path(path)
-    if not p.is_dir():
-        return f"hub:{path}"
-    for f in sorted(p.iterdir()):
-        if f.name == "config.json" or f.suffix in (".safetensors", ".bin"):
-            h.update(f.name.encode())
-            h.update(str(f.stat().st_size).encode())
-            with open(f, "rb") as fh:
-                h.update(fh.read(1 << 20))
-                if f.stat().st_size > 2 << 20:
-                    fh.seek(-(1 << 20), os.SEEK_END)
-                    h.update(fh.read())
-    return h.hexdigest()[:16]
-
-
-def _versions() -> dict:
-    import torch
-    import transformers
-
-    return {
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-    }
-
-
-def check_out_dir(cfg: EvalConfig) -> None:
-    """Refuse, before anything loads, an --out that cannot be resumed or started into: --resume on a
-    directory without a run, or results whose manifest is gone (they could not be checked)."""
-    out = Path(cfg.out)
-    manifest_file = out / "manifest.json"
-    refuse_links(out)  # a link among the run's files is named now, before anything loads
-    if manifest_file.exists() and not cfg.overwrite:
-        read_manifest(manifest_file)  # a damaged one is refused here, before the task or model loads
-        for results in sorted(out.glob("results*.jsonl")):
-            check_belongs(results, manifest_file)  # another run's manifest over these records
-    if shard()[0] > 0 or manifest_file.exists():
-        return
-    results = sorted(p.name for p in out.glob("results*.jsonl")) if out.is_dir() else []
-    if results and not cfg.overwrite:
-        raise RunStoreError(
-            f"{out} holds {', '.join(results)} but no manifest.json, so its records cannot be checked "
-            f"against this run; restore {manifest_file}, or pass --overwrite to replace those results, "
-            "or choose a new --out directory"
-        )
-    if cfg.resume:
-        where = "does not exist" if not out.exists() else "holds no run (no manifest.json)"
-        raise RunStoreError(
-            f"--resume: {out} {where}; check the --out path, or drop --resume to start a new run there"
-        )
-
-
-def prepare_out_dir(
-    cfg: EvalConfig, task, graph_name: str, model_path: str, dtype_used: str | None = None
-) -> Path:
-    """Create or validate the output directory; returns it. Never overwrites another run.
-
-    `dtype_used` (the loaded model's dtype, e.g. "float32") goes into a new manifest, so the report
-    names the dtype the run computed in even when none was asked for."""
-    out = Path(cfg.out)
-    manifest_file = out / "manifest.json"
-    rank, world = shard()
-    if rank > 0:  # rank 0 writes the manifest; the others wait for it, then validate it like a resume
-        deadline = time.time() + 600
-        while not manifest_file.is_file() and time.time() < deadline:
-            time.sleep(0.2)
-    if manifest_file.is_file():
-        old = read_manifest(manifest_file)
-        if old.get("identity") != cfg.identity():
-            diff = sorted(k for k in cfg.identity() if old.get("identity", {}).get(k) != cfg.identity()[k])
-            raise ValueError(
-                f"{out} holds a different run's manifest (differs in {diff}); nothing was overwritten. "
-                "Choose a new --out directory."
-            )
-        if not cfg.resume and rank == 0 and any(out.glob("results*.jsonl")):
-            raise ValueError(
-                f"{out} already holds results of this run: pass --resume to continue it, "
-                "or choose a new --out directory."
-            )
-        check_resume(manifest_file, asdict(cfg), model_fingerprint(model_path), record=rank == 0)
-        return out
-    with writing(out, "create the output directory"):
-        out.mkdir(parents=True, exist_ok=True)
-    manifest = {
-        "identity": cfg.identity(),
-        "run_id": new_run_id(),
-        "record_format": RECORD_FORMAT,
-        "config": asdict(cfg),
-        "task_source": task.source,
-        "task_name": task.name,
-        "graph_name": graph_name,
-        "item_ids": [it.id for it in task.items],
-        "model_fingerprint": model_fingerprint(model_path),
-        **({"dtype_used": dtype_used} if dtype_used else {}),
-        "versions": _versions(),
-        "world_size": world,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-    }
-    write_manifest(manifest_file, manifest)
-    return out
-
-
-def run_expectation(out: Path, task, graph_name: str) -> RunExpectation:
-    """What every record in `out` must agree with: the manifest's run id, this task's items, the run's
-    methods, task and graph."""
-    manifest = read_manifest(Path(out) / "manifest.json")
-    base = RunExpectation.from_manifest(manifest, item_ids=[it.id for it in task.items])
-    return replace(base, task=task.name, graph=graph_name)
 
 
 def check_model(cfg: EvalConfig) -> str:
@@ -212,13 +67,6 @@ def check_model(cfg: EvalConfig) -> str:
     if cfg.device == "mps" and not torch.backends.mps.is_available():
         raise ValueError("device 'mps' is not available here. Use --device cpu or leave it out")
     return path
-
-
-def _clear_run(out: Path) -> None:
-    """--overwrite: remove the previous run's manifest and results (nothing else in the directory)."""
-    for f in [out / "manifest.json", out / "summary.json", *out.glob("results*.jsonl")]:
-        with writing(f, "remove"):
-            f.unlink(missing_ok=True)
 
 
 def _record(item, result, graph: str, task: str, keep_latents: bool) -> dict:
@@ -349,7 +197,8 @@ def evaluate(cfg: EvalConfig) -> Path:
     from eval.tasks import load_task
     from latent import load_model
 
-    check_out_dir(cfg)
+    store = RunStore(cfg)
+    store.check()
     task = load_task(cfg.task, data=cfg.data, limit=cfg.limit, seed=cfg.run.seed)
     if task.kind == "code":  # the sandbox can import what the tests import, or one clear error now
         from eval.sandbox.code_verdict import canary_items
@@ -361,19 +210,16 @@ def evaluate(cfg: EvalConfig) -> Path:
         from eval.scoring.symbolic import prestart
 
         prestart()
-    rank, world = shard()
-    existing = (Path(cfg.out) / "manifest.json").is_file() and not (cfg.overwrite and rank == 0)
-    out = prepare_out_dir(cfg, task, graph.name, model_path) if existing or rank > 0 else Path(cfg.out)
-    results_file = out / ("results.jsonl" if world == 1 else f"results.rank{rank}.jsonl")
-    done = read_done(results_file, run_expectation(out, task, graph.name)) if existing or rank > 0 else set()
+    rank, world = store.rank, store.world
+    done = store.resume(task, graph.name, model_path)
     # Batches of similar question length: left padding costs every method prefill compute; the answers do
     # not depend on the batch a question sits in (tested in tests/agents/test_latentmas.py).
     mine = sorted(task.items[rank::world], key=lambda it: len(it.question))
     total = sum((it.id, m) not in done for m in cfg.methods for it in mine)
     if total == 0:
-        release(results_file)
-        logger.info("nothing left to run in %s", out)
-        return out
+        store.release()
+        logger.info("nothing left to run in %s", store.out)
+        return store.out
     if cfg.run.threads is not None:
         import torch
 
@@ -386,14 +232,10 @@ def evaluate(cfg: EvalConfig) -> Path:
         attn_implementation=cfg.attn_implementation,
         device_map=cfg.device_map,
     )
-    if not existing and rank == 0:
-        if cfg.overwrite and out.is_dir():
-            _clear_run(out)
-        out = prepare_out_dir(cfg, task, graph.name, model_path, str(model.dtype).removeprefix("torch."))
-    run_id = run_id_of(read_manifest(out / "manifest.json"))
+    run_id = store.start(task, graph.name, model_path, str(model.dtype).removeprefix("torch."))
     overflowed: list[tuple[str, str]] = []
     bar = _progress_bar(cfg, total, rank, world)
-    with open_for_append(results_file) as fh:  # the lock: a second writer is refused
+    with store.appending() as append:  # the lock: a second writer is refused
         # Batches outside, methods inside: every method sees the same machine load at about the same
         # time, so per-item times of different methods compare fairly even on a shared machine.
         for start in range(0, len(mine), cfg.run.batch_size):
@@ -402,19 +244,15 @@ def evaluate(cfg: EvalConfig) -> Path:
                 if not batch:
                     continue
                 run = replace(cfg.run, method=method, seed=cfg.run.seed + start, progress=False)
-                lines = _batch_records(batch, graph, model, run, cfg, task.name, run_id, overflowed)
-                with writing(results_file, "append to"):
-                    fh.write("".join(line + "\n" for line in lines))
-                    fh.flush()
-                    os.fsync(fh.fileno())  # a crash after this point loses nothing of this batch
+                append(_batch_records(batch, graph, model, run, cfg, task.name, run_id, overflowed))
                 if bar is not None:
                     bar.update(len(batch))
     if bar is not None:
         bar.close()
     _warn_overflow(overflowed)
     if world == 1:
-        write_summary(out)
-    return out
+        write_summary(store.out)
+    return store.out
 
 
 def _progress_bar(cfg: EvalConfig, total: int, rank: int, world: int):

@@ -54,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
     on_interrupt(
         f"finished batches are in {cfg.out}; continue with:\n  {resume_command(args.argv_, cfg.out)}"
     )
-    from eval.runner import evaluate, shard
+    from eval.run_state.store import shard
+    from eval.runner import evaluate
 
     out = evaluate(cfg)
     if opts.report and shard()[1] == 1:

@@ -397,7 +397,7 @@ def _read_file(path: str) -> Iterator[tuple[str, dict]]:
                 return _read_jsonl(path)
             raise ValueError(f"{path}: line {e.lineno}: not valid JSON ({e.msg}).") from None
         except (ValueError, RecursionError) as e:  # a number past int()'s digit limit; nesting too deep
-            from eval.run_records import json_damage
+            from eval.run_state.records import json_damage
 
             raise ValueError(f"{path}: not valid JSON ({json_damage(e)}). Fix the file.") from None
         if isinstance(obj, dict):
@@ -422,7 +422,7 @@ def _read_jsonl(path: str) -> Iterator[tuple[str, dict]]:
             except json.JSONDecodeError as e:
                 raise ValueError(f"{path}: line {lineno}: not valid JSON ({e.msg}).") from None
             except (ValueError, RecursionError) as e:
-                from eval.run_records import json_damage
+                from eval.run_state.records import json_damage
 
                 raise ValueError(
                     f"{path}: line {lineno}: not valid JSON ({json_damage(e)}). Fix the file."

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from eval.report import load_results, print_report, summarize
-from eval.run_records import CONTEXT_OVERFLOW, RunExpectation, read_line, seal
+from eval.report import print_report, summarize
+from eval.run_state import load_results
+from eval.run_state.records import CONTEXT_OVERFLOW, RunExpectation, read_line, seal
 from eval.runner import evaluate
 from eval.tasks import load_task
 

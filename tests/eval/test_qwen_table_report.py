@@ -49,7 +49,7 @@ def test_report_archive_and_restore(tmp_path, monkeypatch):
     evaluate(
         EvalConfig(task="arith", limit=12, out=str(fresh / "toy-arith-seq"), resume=True, progress=False)
     )
-    from eval.report import load_results
+    from eval.run_state import load_results
 
     assert len(load_results(fresh / "toy-arith-seq")) == 36  # resumed: nothing run twice, nothing lost
     (fresh / "toy-arith-seq" / "manifest.json").write_text("kept")

@@ -18,7 +18,7 @@ def _cfg(out, realign: str, resume: bool = False) -> EvalConfig:
 
 
 def test_identity_realignment_runs_and_a_resume_cannot_switch_it(tmp_path):
-    from eval.report import load_results
+    from eval.run_state import load_results
 
     evaluate(_cfg(tmp_path / "ridge", "ridge"))
     evaluate(_cfg(tmp_path / "identity", "identity"))

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from eval import results_store
-from eval.report import load_results, print_report
-from eval.results_store import RunLock, RunStoreError, recover
+from eval.report import print_report
+from eval.run_state import files as results_store
+from eval.run_state import load_results
+from eval.run_state.files import RunLock, RunStoreError, recover
 from eval.runner import evaluate
 
 ARGS = dict(limit=4, methods="single", max_new_tokens=3)
@@ -167,7 +168,7 @@ def test_a_line_longer_than_any_record_is_never_read_whole(clean_run, tmp_path, 
 
 def test_a_link_is_named_before_the_task_or_model_loads(tiny_eval, clean_run, tmp_path, monkeypatch):
     """`check_out_dir` names a link among the run's files (here report.png) before anything is loaded."""
-    from eval.runner import check_out_dir
+    from eval.run_state.store import check_out_dir
 
     out = _copy(clean_run, tmp_path / "run")
     (out / "report.png").symlink_to(_outside(tmp_path))

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from eval.report import load_results, print_report, summarize
-from eval.results_store import RunDirectoryBusy, RunLock, recover
+from eval.report import print_report, summarize
+from eval.run_state import load_results
+from eval.run_state.files import RunDirectoryBusy, RunLock, recover
 from eval.runner import evaluate
 
 ARGS = dict(limit=4, methods="single", max_new_tokens=3)
@@ -109,7 +110,7 @@ def test_dtype_change_refused_batch_size_change_recorded(tiny_eval, clean_run, t
 _HOLD = """
 import sys, time
 from pathlib import Path
-from eval.results_store import RunLock
+from eval.run_state.files import RunLock
 lock = RunLock(Path(sys.argv[1]))
 print("locked", flush=True)
 time.sleep(60)
@@ -182,7 +183,7 @@ def test_recover_is_fast_on_a_big_file(tmp_path):
 def _reseal(line: str, **changes) -> str:
     """The record of `line` with `changes`, sealed again with its own run id (a record this run could
     have written, but with the change): only the schema or item checks can catch it."""
-    from eval.run_records import seal
+    from eval.run_state.records import seal
 
     rec = json.loads(line)
     run_id = rec.pop("run_id")
@@ -198,7 +199,7 @@ _OTHER_RUN = "0123456789abcdef"
 
 def _foreign(line: str, **changes) -> str:
     """The record of `line` as another run would have written it (its own run id, another answer)."""
-    from eval.run_records import seal
+    from eval.run_state.records import seal
 
     rec = json.loads(line)
     rec.pop("run_id"), rec.pop("check")
@@ -431,7 +432,7 @@ def test_a_run_from_before_sealed_records_resumes_keeping_its_records(tiny_eval,
     """Backward compatibility: a manifest without `record_format` and records without run_id/check (as
     earlier versions wrote them) resume; the old records stay and count, new ones are sealed, and an old
     record of an item outside the task is still quarantined."""
-    from eval.run_records import run_id_of
+    from eval.run_state.records import run_id_of
 
     clean, expected = clean_run
     out = _copy_run(clean, tmp_path / "run")
@@ -458,7 +459,7 @@ def test_a_run_from_before_sealed_records_resumes_keeping_its_records(tiny_eval,
 def test_checked_recover_is_fast_on_a_big_file(tmp_path):
     """10,000 sealed records checked against the run (schema, run id, item set, checksum) with one
     foreign record in the middle: well under 5 s (0.45 s measured on a contended 2-core CPU)."""
-    from eval.run_records import RunExpectation, seal
+    from eval.run_state.records import RunExpectation, seal
 
     rec = {
         "method": "single", "graph": "sequential", "task": "arith", "prediction": "p" * 200, "correct": True,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from eval.run_records import RunExpectation, checksum, record_problem, seal
+from eval.run_state.records import RunExpectation, checksum, record_problem, seal
 
 RUN = "a1b2c3d4e5f60718"
 EXPECT = RunExpectation(

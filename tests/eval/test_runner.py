@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from eval.report import load_results, summarize
-from eval.runner import EvalConfig, evaluate, read_done
+from eval.report import summarize
+from eval.run_state import load_results
+from eval.run_state.files import read_done
+from eval.runner import EvalConfig, evaluate
 
 ARGS = dict(limit=6, methods="single,latent_mas", max_new_tokens=4)
 

@@ -2,7 +2,7 @@
 
 - `read_done` reads a results file for resume. A line that is not a record of this run (a torn last
   write, a corrupted byte, a stray `[1, 2]`, a record of another run, an item outside the task, a
-  wrong type, a checksum that does not match: `eval.run_records`) is moved, verbatim and with its
+  wrong type, a checksum that does not match: `eval.run_state.records`) is moved, verbatim and with its
   reason, to `<file>.quarantine`; every valid record stays, and only the quarantined items run again.
 - `read_manifest` refuses a missing or damaged manifest with one line naming the file and the fix.
 - A write that fails (disk full, read-only directory) is a `RunStoreError` naming the file.
@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from eval.run_records import (
+from eval.run_state.records import (
     RunExpectation,
     checksum,
     json_damage,

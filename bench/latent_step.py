@@ -7,7 +7,7 @@
 Speed does not depend on the weights, so random weights are honest here. Both paths run side by side,
 interleaved, on the same model and cache length; we report medians.
 latent step = realign(last hidden) -> backbone forward of one input embedding (no LM head).
-plain step  = `m.forward_tokens(<1 token>, state, inplace=True)` (one cached token through the full causal LM,
+plain step  = `m.forward_tokens(<1 token>, state, in_place=True)` (one cached token through the full causal LM,
               logits included).
 """
 
@@ -91,7 +91,7 @@ def step_ratio(
             sync(device)
             t0 = time.perf_counter()
             for _ in range(steps):
-                logits, plain = m.forward_tokens(tok, plain, inplace=True)
+                logits, plain = m.forward_tokens(tok, plain, in_place=True)
                 tok = logits[:, -1:].argmax(-1)
             sync(device)
             plain_t.append((time.perf_counter() - t0) / steps)

@@ -20,8 +20,9 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from latent.cpu_gemv import few_rows_pay, route_few_rows
 from latent.hooks import Activations, capture_layers, steer_layer
-from latent.kv_cache import layer_tensors, new_cache
+from latent.kv_cache import new_cache
 from latent.masks import check_attention, positional_masks, window_spec
+from latent.pad_groups import forward_groups, pad_groups
 from latent.realign import Aligner, Realigner
 from latent.state import LatentState
 
@@ -322,75 +323,12 @@ class LatentModel:
         (copying a long KV cache costs as much as a few decode steps)."""
         embeds, mask = self._segment(input_ids, attention_mask, inputs_embeds)
         past = state if state is None or in_place else state.copy()
-        groups = self._pad_groups(mask)
+        groups = pad_groups(mask, self._layers, self.device) if self.group_pads else None
         if groups is not None:
-            return self._forward_groups(embeds, mask, past, groups)
+            cache = new_cache(self._hf) if past is None else past.cache
+            return forward_groups(self._forward, embeds, mask, past, groups, cache)
         _, new_state = self._forward(embeds, mask, past)
         return new_state
-
-    def _pad_groups(self, mask: torch.Tensor) -> list[tuple[torch.Tensor, int]] | None:
-        """Rows of a left-padded segment split into groups of similar length, each read padded only to its
-        own longest row, when that saves enough of the work spent on pads (None: read it in one go).
-        On a CPU a forward costs its rows' compute plus reading every weight once, so a group is charged
-        `GROUP_OVERHEAD` extra rows. Off on accelerators (batching is almost free there), under autograd,
-        and while hooks watch the decoder layers (they would see one call per group)."""
-        b, t = mask.shape
-        if not self.group_pads or b < 2 or t < 2 or b > 256 or self.device.type != "cpu":
-            return None
-        if torch.is_grad_enabled():
-            return None
-        if any(_watched(layer) for layer in self._layers):
-            return None
-        lengths = mask.sum(1)
-        left_padded = torch.arange(t, device=mask.device)[None, :] >= (t - lengths)[:, None]
-        if not bool((mask.bool() == left_padded).all()):
-            return None
-        order = torch.argsort(lengths, stable=True)
-        sizes = [max(int(n), 1) for n in lengths[order]]
-        groups = _length_groups(sizes, GROUP_OVERHEAD)
-        cost = sum((j - i) * sizes[j - 1] + GROUP_OVERHEAD for i, j in groups)
-        if cost > 0.9 * (b * t + GROUP_OVERHEAD) or len(groups) == 1:
-            return None
-        return [(order[i:j], sizes[j - 1]) for i, j in groups]
-
-    def _forward_groups(
-        self, embeds: torch.Tensor, mask: torch.Tensor, state: LatentState | None, groups
-    ) -> LatentState:
-        """`_forward` of a segment read group by group (`_pad_groups`), joined into the state one call
-        would give: the same layout, every real position's keys and values (pad positions hold zeros and
-        stay masked), each row's own last hidden state."""
-        b, t = mask.shape
-        past = 0 if state is None else state.length
-        last_hidden = embeds.new_empty((b, embeds.shape[-1]))
-        parts = []
-        for idx, width in groups:
-            sub = None if state is None else state.select_rows(idx, room=width)
-            _, out = self._forward(embeds[idx, t - width :], mask[idx, t - width :], sub)
-            last_hidden[idx] = out.last_hidden
-            parts.append((idx, width, layer_tensors(out.cache)))
-        cache = new_cache(self._hf) if state is None else state.cache
-        for li in range(len(parts[0][2])):
-            k0, v0 = parts[0][2][li]
-            keys = k0.new_zeros((b, k0.shape[1], t, k0.shape[3]))
-            values = v0.new_zeros((b, v0.shape[1], t, v0.shape[3]))
-            for idx, width, layers in parts:
-                k, v = layers[li]
-                keys[idx, :, t - width :] = k[:, :, past:]
-                values[idx, :, t - width :] = v[:, :, past:]
-            cache.update(keys, values, li)
-        if state is None:
-            past_mask = past_pos = mask.new_zeros((b, 0))
-            next_pos = mask.new_zeros((b,))
-        else:
-            past_mask, past_pos, next_pos = state.attention_mask, state.position_ids(), state.next_position
-        positions = (next_pos[:, None] + mask.cumsum(1) - 1).clamp_min(0)
-        return LatentState(
-            cache=cache,
-            attention_mask=torch.cat([past_mask, mask], dim=1),
-            last_hidden=last_hidden,
-            next_position=next_pos + mask.sum(1),
-            positions=torch.cat([past_pos, positions], dim=1),
-        )
 
     def _segment(
         self,
@@ -690,15 +628,15 @@ class LatentModel:
         state: LatentState | None = None,
         attention_mask: torch.Tensor | None = None,
         *,
-        inplace: bool = False,
+        in_place: bool = False,
     ) -> tuple[torch.Tensor, LatentState]:
         """Logits (B, t, V) of (left-padded) `input_ids` read after `state`, and the state holding them.
 
         The same forward as `prefill`/`generate`, so `steer` edits real positions only and the cache
-        keyword matches the installed transformers. `state` is left unchanged unless `inplace=True`
+        keyword matches the installed transformers. `state` is left unchanged unless `in_place=True`
         (a decode loop that extends one cache without copying it)."""
         embeds, mask = self._segment(input_ids, attention_mask, None)
-        if state is not None and not inplace:
+        if state is not None and not in_place:
             state = state.copy()
         hidden, new_state = self._forward(embeds, mask, state)
         return self.logits(hidden), new_state
@@ -735,35 +673,6 @@ def _stop_check_every(device: torch.device) -> int:
     """How often the decode loop reads back whether rows finished: every step on a CPU (a read is free
     there), every `STOP_CHECK_EVERY` steps on an accelerator, where each read waits for the device."""
     return 1 if device.type == "cpu" else STOP_CHECK_EVERY
-
-
-GROUP_OVERHEAD = 24
-"""Rows of compute one extra forward call costs on a CPU (it reads every weight once more): measured on
-SmolLM2-135M, one cached decode step took as long as prefilling about 20 tokens."""
-
-
-def _watched(layer: nn.Module) -> bool:
-    """True when a hook other than transformers' own output recorder (installed once a model is run with
-    `output_hidden_states`, idle otherwise) watches `layer`."""
-    hooks = [*layer._forward_hooks.values(), *layer._forward_pre_hooks.values()]
-    return any(getattr(h, "__name__", "") != "output_capturing_hook" for h in hooks)
-
-
-def _length_groups(sizes: list[int], overhead: int) -> list[tuple[int, int]]:
-    """Split ascending `sizes` into runs [i, j) minimising sum((j - i) * sizes[j - 1] + overhead)."""
-    n = len(sizes)
-    best = [0.0] + [float("inf")] * n
-    cut = [0] * (n + 1)
-    for j in range(1, n + 1):
-        for i in range(j):
-            c = best[i] + (j - i) * sizes[j - 1] + overhead
-            if c < best[j]:
-                best[j], cut[j] = c, i
-    runs, j = [], n
-    while j > 0:
-        runs.append((cut[j], j))
-        j = cut[j]
-    return runs[::-1]
 
 
 def _worth_dropping(alive: int, rows: int) -> bool:

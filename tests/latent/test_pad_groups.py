@@ -5,6 +5,8 @@ import pytest
 import torch
 
 from latent import LatentModel
+from latent.model import decoder_layers
+from latent.pad_groups import pad_groups
 
 SHORT = ["Tom has 3.", "Mia has 5.", "Leo had 2."]
 LONG = (
@@ -12,6 +14,11 @@ LONG = (
     + "two more boxes of ten pencils and " * 6
     + "kept one."
 )
+
+
+def _groups(m: LatentModel, prompts):
+    """How `prefill` would group these prompts' rows (None: one forward)."""
+    return pad_groups(m.encode(prompts)["attention_mask"], decoder_layers(m.model), m.device)
 
 
 def _read(m: LatentModel, grouped: bool, prompts, state=None, in_place=False):
@@ -45,7 +52,7 @@ def test_grouped_prefill_equals_one_call(tiny_models, arch):
     m = tiny_models[arch]
     prompts = [*SHORT, LONG]
     with torch.no_grad():
-        assert m._pad_groups(m.encode(prompts)["attention_mask"]) is not None  # the batch is grouped
+        assert _groups(m, prompts) is not None  # the batch is grouped
     st_g, th_g, g_g = _read(m, True, prompts)
     st_1, th_1, g_1 = _read(m, False, prompts)
     _assert_same_state(st_g, st_1)
@@ -73,6 +80,6 @@ def test_grouped_prefill_after_a_state(tiny_models, arch):
 def test_no_grouping_for_similar_lengths_or_under_hooks(tiny_models):
     m = tiny_models["llama"]
     with torch.no_grad():
-        assert m._pad_groups(m.encode(SHORT)["attention_mask"]) is None
+        assert _groups(m, SHORT) is None
         with m.capture([0]):
-            assert m._pad_groups(m.encode([*SHORT, LONG])["attention_mask"]) is None
+            assert _groups(m, [*SHORT, LONG]) is None

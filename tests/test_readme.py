@@ -1,5 +1,6 @@
-"""The README fits a screen, its Python snippets run as written (on the shipped built-in model), and every
-relative link in it, in docs/ and in BENCHMARKS.md's summary table leads to a file and heading that exist."""
+"""The README fits a screen, its Python snippets run as written (on the shipped built-in model), BENCHMARKS.md
+is a page people read, and every relative link in the README, in docs/ (the topic reports under docs/results/
+included) and in BENCHMARKS.md leads to a file and heading that exist."""
 
 import re
 from pathlib import Path
@@ -10,6 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 BENCHMARKS = ROOT / "BENCHMARKS.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
+TOPIC_REPORTS = sorted((ROOT / "docs" / "results").glob("*.md"))
 SNIPPET_RE = re.compile(r"```python\n(.*?)```", flags=re.S)
 SNIPPETS = [
     (f"{page.stem}{i + 1}", code)
@@ -82,9 +84,24 @@ def test_ci_installs_and_tests_exactly_as_the_readme_says():
 
 def test_links_resolve():
     bad = broken_links(README, README.read_text())
-    for page in DOCS:
+    for page in (*DOCS, *TOPIC_REPORTS, BENCHMARKS):
         bad += broken_links(page, page.read_text())
     assert not bad, "\n".join(bad)
+
+
+def test_benchmarks_is_a_page_people_read():
+    """BENCHMARKS.md holds the headline results only: at most 400 lines, none over 400 characters (history and
+    every supporting table live in the topic reports under docs/results/, which the page links)."""
+    lines = BENCHMARKS.read_text().splitlines()
+    long = [f"line {i}: {len(line)} characters" for i, line in enumerate(lines, 1) if len(line) > 400]
+    assert len(lines) <= 400, f"BENCHMARKS.md has {len(lines)} lines; move detail to its topic report"
+    assert not long, "BENCHMARKS.md lines over 400 characters:\n" + "\n".join(long)
+    index = (ROOT / "docs" / "results" / "README.md").read_text()
+    assert "docs/results/README.md" in BENCHMARKS.read_text(), "the page links the index of topic reports"
+    unlisted = [p.name for p in TOPIC_REPORTS if p.name != "README.md" and f"]({p.name})" not in index]
+    assert len(TOPIC_REPORTS) >= 10 and not unlisted, (
+        f"topic reports missing from docs/results/README.md: {unlisted}"
+    )
 
 
 def test_benchmarks_summary_links_resolve():

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from eval.report import wilson
 from eval.tasks import handoff as th
+from finetune.model_card import LOSS_CURVE, card_markdown, write_model_card
 
 if TYPE_CHECKING:
     from eval.tasks.handoff_rows import Pair
@@ -120,26 +121,18 @@ def card_tables(card: dict) -> str:
     return out
 
 
-def plot_loss(stages: list[dict], path: Path) -> None:
+def _loss_curves(stages: list[dict]) -> list[tuple[str, list, list]]:
     """Training loss per batch kind against optimizer steps, stages in turn."""
-    from latent.plotting import figure, save_figure
-
-    fig, ax = figure(figsize=(6, 3.5), dpi=100, extra="train")
     kinds = sorted({k for st in stages for e in st["log"] for k in e if k.startswith("loss_")})
+    curves = []
     for key in kinds:
         xs, ys, offset = [], [], 0
         for st in stages:
             xs += [offset + e["step"] for e in st["log"] if key in e]
             ys += [e[key] for e in st["log"] if key in e]
             offset += st["steps"]
-        ax.plot(xs, ys, label=key.removeprefix("loss_"))
-    ax.set_xlabel("optimizer step (stages in turn)")
-    ax.set_ylabel("loss")
-    ax.set_yscale("log")
-    ax.legend()
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    save_figure(fig, path)
+        curves.append((key.removeprefix("loss_"), xs, ys))
+    return curves
 
 
 def _stage_line(stage: dict) -> str:
@@ -162,7 +155,7 @@ def _stage_line(stage: dict) -> str:
 
 def write_card(cfg: Any, stages: list[dict], before: dict, command: str) -> dict:
     """Evaluate the saved model and write its card (card.json + README.md + loss curve) next to it and
-    into `out_dir`; returns the card."""
+    into `out_dir` (`finetune.model_card`); returns the card."""
     import torch
     import transformers
 
@@ -194,9 +187,6 @@ def write_card(cfg: Any, stages: list[dict], before: dict, command: str) -> dict
         "transformers_version": transformers.__version__,
         "torch_version": torch.__version__,
     }
-    plot_loss(stages, path / "loss_curve.png")
-    (path / "card.json").write_text(json.dumps(card, indent=2) + "\n")
-    (Path(cfg.out_dir) / "card.json").write_text(json.dumps(card, indent=2) + "\n")
     kind = "every weight" if cfg.builtin else f"a LoRA (r {cfg.lora_r}) and a {cfg.aligner} aligner"
     load = (
         f"`load_model({str(path)!r})`"
@@ -208,19 +198,19 @@ def write_card(cfg: Any, stages: list[dict], before: dict, command: str) -> dict
             " and a receiver LoRA" if cfg.trainable == "lora" else ""
         )
         load = f'`latent.bridge.Bridge.from_pretrained("{cfg.name}")` (both models must be pulled)'
-    (path / "README.md").write_text(f"""# {cfg.name}{f" (version {cfg.version})" if cfg.version else ""}
-
-`{first["base"]}` with its thought channel trained on the {cfg.task} task by `finetune/thought_channel.py`
-({kind}, {cfg.latent_steps} thoughts per upstream agent). Load it with {load}.
-
-## How it was made
-- Command: `{command}` ({len(stages)} stage(s), {card["wall_time_s"] / 60:.1f} min of training,
-  {cfg.threads} torch thread; every setting in `card.json`, `stages`).
-{chr(10).join(_stage_line(s) for s in stages)}
-
-![loss curve](loss_curve.png)
-
-## Held-out results
-{card_tables(card)}
-""")
+    intro = (
+        f"`{first['base']}` with its thought channel trained on the {cfg.task} task by "
+        f"`finetune/thought_channel.py`\n({kind}, {cfg.latent_steps} thoughts per upstream agent). "
+        f"Load it with {load}."
+    )
+    made = (
+        f"- Command: `{command}` ({len(stages)} stage(s), {card['wall_time_s'] / 60:.1f} min of training,\n"
+        f"  {cfg.threads} torch thread; every setting in `card.json`, `stages`).\n"
+        + "\n".join(_stage_line(s) for s in stages)
+        + f"\n\n{LOSS_CURVE}"
+    )
+    title = cfg.name + (f" (version {cfg.version})" if cfg.version else "")
+    readme = card_markdown(title, intro, [("How it was made", made), ("Held-out results", card_tables(card))])
+    write_model_card(path, card, readme, _loss_curves(stages), xlabel="optimizer step (stages in turn)")
+    (Path(cfg.out_dir) / "card.json").write_text(json.dumps(card, indent=2) + "\n")
     return card

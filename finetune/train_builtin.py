@@ -50,6 +50,7 @@ from eval.tasks.arith_data import (
     make_problems,
     to_messages,
 )
+from finetune.model_card import LOSS_CURVE, card_markdown, write_model_card
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -607,9 +608,15 @@ def finish(
         "config": dataclasses.asdict(cfg),
         "val_history": state["val"],
     }
-    (final / "card.json").write_text(json.dumps(card, indent=2) + "\n")
-    plot_loss(state["log"], final / "loss_curve.png")
-    (final / "README.md").write_text(model_card_markdown(card))
+    write_model_card(
+        final,
+        card,
+        model_card_markdown(card),
+        _loss_curves(state["log"]),
+        xlabel="tokens seen (millions)",
+        ylabel="cross-entropy",
+        colors=STAGE_COLORS,
+    )
     (Path(cfg.out_dir) / "train_log.json").write_text(json.dumps(state["log"]) + "\n")
     if cfg.export_dir:
         dst = Path(cfg.export_dir)
@@ -625,26 +632,20 @@ def _preset_command(cfg: BuiltinConfig) -> str:
     return f"python -m finetune.train_builtin --config finetune/recipes/{cfg.name}.yaml"
 
 
-def plot_loss(log: list[dict], path: Path) -> None:
-    """Training loss against tokens seen, pretraining and SFT in two colours."""
-    from latent.plotting import figure, save_figure
+STAGE_COLORS = {
+    "pretrain (loss on all tokens)": "tab:blue",
+    "sft (loss on assistant tokens)": "tab:orange",
+}
 
-    fig, ax = figure(figsize=(6, 3.5), dpi=100, extra="train")
-    for stage, color in (("pretrain", "tab:blue"), ("sft", "tab:orange")):
+
+def _loss_curves(log: list[dict]) -> list[tuple[str, list, list]]:
+    """Training loss against tokens seen (millions), pretraining and SFT as two curves."""
+    curves = []
+    for stage in ("pretrain", "sft"):
         pts = [(e["tokens"] / 1e6, e["loss"]) for e in log if e["stage"] == stage]
-        if pts:
-            ax.plot(
-                *zip(*pts),
-                color=color,
-                label=f"{stage} (loss on {'all' if stage == 'pretrain' else 'assistant'} tokens)",
-            )
-    ax.set_xlabel("tokens seen (millions)")
-    ax.set_ylabel("cross-entropy")
-    ax.set_yscale("log")
-    ax.legend()
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    save_figure(fig, path)
+        label = f"{stage} (loss on {'all' if stage == 'pretrain' else 'assistant'} tokens)"
+        curves.append((label, [x for x, _ in pts], [y for _, y in pts]))
+    return curves
 
 
 def _frames_line() -> str:
@@ -664,7 +665,7 @@ def _frames_line() -> str:
 
 
 def model_card_markdown(card: dict) -> str:
-    """The model card README.md next to the checkpoint."""
+    """The model card README.md next to the checkpoint (`finetune.model_card.card_markdown`)."""
     c = card["config"]
     rows = "\n".join(
         f"| {k} | {v:.1%} | {'headline' if int(k) in card['heldout_steps'] else 'extra'} |"
@@ -672,19 +673,15 @@ def model_card_markdown(card: dict) -> str:
     )
     commands = " then ".join(f"`{c}`" for c in card["train_command"].split(" && "))
     vals = "\n".join(f"| {v['step']} | {v['minutes']:.1f} | {v['acc']:.1%} |" for v in card["val_history"])
-    return f"""# builtin:{card["name"]}
-
-A {card["params"] / 1e6:.2f}M-parameter Llama-style chat model trained from scratch on two shared CPU cores by
+    intro = f"""A {card["params"] / 1e6:.2f}M-parameter Llama-style chat model trained from scratch on two shared CPU cores by
 `finetune/train_builtin.py`. It solves short multi-step arithmetic word problems
 (`eval/tasks/arith_data.py`) step by step, one line per operation, and ends with `\\boxed{{answer}}`.
 It also accepts the multi-agent role prompts of `ROLE_SYSTEM_PROMPTS` (planner, critic, refiner,
 judger, math/science/code experts, summarizer), with a hint or draft from a previous agent in the user turn.
 It is a toy for running latentworks offline, not a general language model.
 
-Data: {_frames_line()}
-
-## Training
-- Command{"s (run, then extended with --resume)" if " && " in card["train_command"] else ""}: {commands}
+Data: {_frames_line()}"""
+    training = f"""- Command{"s (run, then extended with --resume)" if " && " in card["train_command"] else ""}: {commands}
 - Seed: {card["seed"]}; torch threads: {card["torch_threads"]}; fp32 on CPU; transformers {card["transformers_version"]}, torch {card["torch_version"]}.
 - Wall time: {card["wall_time_s"] / 60:.1f} min of training ({card["steps"]} steps, {card["tokens_seen"] / 1e6:.2f}M tokens,
   {card["tokens_per_s"]:.0f} tokens/s on a CPU shared with other jobs), plus {card["eval_time_s"]:.0f} s of evaluation.
@@ -698,10 +695,8 @@ Data: {_frames_line()}
   the time budget ({c["max_minutes"]} min). The released weights are the checkpoint with the best validation
   accuracy (step {card["best_step"]}; validation uses a different seed from the test below).
 
-![loss curve](loss_curve.png)
-
-## Held-out accuracy (greedy, solver prompt)
-Test set: held-out story templates never seen in training, seed {card["heldout_eval"]["seed"]},
+{LOSS_CURVE}"""
+    heldout = f"""Test set: held-out story templates never seen in training, seed {card["heldout_eval"]["seed"]},
 {card["heldout_eval"]["n_per_step_count"]} problems per step count. Headline (steps {card["heldout_steps"]}):
 **{card["heldout_accuracy"]:.1%}** on {card["heldout_n"]} problems. On train templates (new seeds), steps 2-3:
 {card["train_template_accuracy_steps_2_3"]:.1%}.
@@ -714,17 +709,20 @@ Validation accuracy during training:
 
 | step | minutes | val accuracy |
 |---|---|---|
-{vals}
-
-## Limitations
-- Only the arithmetic word problems of `eval/tasks/arith_data.py`: operands <= 50, multiplication by 2-5,
+{vals}"""
+    limitations = """- Only the arithmetic word problems of `eval/tasks/arith_data.py`: operands <= 50, multiplication by 2-5,
   totals below 1000, 1-4 operations. Anything else (free text, other tasks) produces fluent-looking nonsense.
 - Every role answers with a worked solution; role prompts change the wording of the system turn, not the
   behaviour. The critic does not write a critique: it writes a corrected solution.
 - Accuracy falls with the number of operations and on unseen wording; it is a small model trained for
   about an hour on a shared CPU.
-- English only; the tokenizer saw only the training templates, so new words are split into short pieces.
-"""
+- English only; the tokenizer saw only the training templates, so new words are split into short pieces."""
+    sections = [
+        ("Training", training),
+        ("Held-out accuracy (greedy, solver prompt)", heldout),
+        ("Limitations", limitations),
+    ]
+    return card_markdown(f"builtin:{card['name']}", intro, sections)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -113,7 +113,7 @@ def smollm2_claims() -> list[tuple[str, str, str]]:
         (
             "README.md",
             f"SmolLM2-135M-Instruct after `latentworks finetune mas --task handoff` {relay}/64 relay, {pick}/64 pick",
-            "What it means",
+            "What it means: the SmolLM2 hand-off",
         ),
         (
             "BENCHMARKS.md",
@@ -270,6 +270,21 @@ def speed_claims() -> list[tuple[str, str, str]]:
     return claims
 
 
+def bf16_claims() -> list[tuple[str, str, str]]:
+    """Why the Qwen table runs in float32: bf16 thoughts' distance from float32, latent steps 3-10."""
+    row = next(
+        line
+        for line in (RESULTS / "bf16_thoughts" / "report.md").read_text().splitlines()
+        if line.startswith("| bf16 batch 1 vs float32 |")
+    )
+    drift = span(round(100 * float(x)) for x in row.strip("|").split("|")[4:])  # columns: step 3 .. step 10
+    return [
+        ("README.md", f"bf16 thoughts drift {drift}% and move with the batch", "On models that reason"),
+        ("BENCHMARKS.md", f"bf16 thoughts drift {drift}% from float32", "the Qwen section"),
+        ("docs/results/qwen.md", f"bf16 vs float32 {drift}% by steps 3-10", "its summary row"),
+    ]
+
+
 def topic_claims() -> list[tuple[str, str, str]]:
     """Ranges over runs that kept no file: the topic report holds every run, the pages quote its ranges."""
     topic = prose("docs/results/builtin-latentmas.md")
@@ -309,6 +324,7 @@ CLAIMS = (
     + card_claims()
     + service_claims()
     + speed_claims()
+    + bf16_claims()
     + topic_claims()
 )
 

@@ -32,6 +32,17 @@ HOOKS = {"register_forward_hook", "register_forward_pre_hook", "register_full_ba
 # Packages whose command lines come from `latent.args`: every one below the router, scripts included
 BUILDER_USERS = ["latent", "agents", "eval", "finetune", "probes", "families", "serve", "bench"]
 BUILDER = {"latent.args", "latent.entry"}  # the builder and the entry point: the one place argparse is called
+# Rooms: the sub-folders of code in a package, each holding one kind of thing (the map is in docs/floors.md)
+ROOMS = {
+    "eval": {"tasks", "scoring", "sandbox", "run_state"},
+}
+# Run by the sandbox as separate `python -I -S` interpreters (by file path or as source), never imported
+SANDBOX_SCRIPTS = {
+    "eval.sandbox.launcher",
+    "eval.sandbox.code_judge",
+    "eval.sandbox.code_worker",
+    "eval.sandbox.code_codec",
+}
 PARSER_CALLS = {"add_argument", "add_parser", "add_subparsers", "add_argument_group", "ArgumentParser"}
 
 
@@ -252,6 +263,56 @@ def test_every_top_level_package_has_a_floor():
     folders outside the floors), so the floor checks cannot miss it."""
     folders = {p.parent.name for p in ROOT.glob("*/*.py")} - OUTSIDE_FLOORS
     assert folders == set(PACKAGES) and len(PACKAGES) == len(set(PACKAGES)), (folders, FLOORS)
+
+
+def rooms(package: str) -> set[str]:
+    """The sub-folders of `package` that hold Python code."""
+    top = ROOT / package
+    return {p.relative_to(top).parts[0] for p in top.rglob("*.py") if p.parent != top}
+
+
+def test_every_room_is_declared_and_on_the_map():
+    """The sub-folders of code in eval/ and bench/ are the declared rooms, each with its line in
+    docs/floors.md, so a new room is placed on purpose and shown to readers."""
+    floors_md = (ROOT / "docs" / "floors.md").read_text()
+    for package, declared in ROOMS.items():
+        assert rooms(package) == declared, package
+        missing = [room for room in sorted(declared) if f"`{package}/{room}/`" not in floors_md]
+        assert missing == [], f"rooms of {package}/ missing from the map in docs/floors.md"
+
+
+def test_each_eval_room_names_its_entry_points():
+    """Each room of eval/ lists its entry points in its `__init__`'s `__all__`, each imported from a
+    module of the room itself, and defines nothing else (the room's API, not a copy)."""
+    for room in sorted(ROOMS["eval"]):
+        name = f"eval.{room}"
+        body = TREES[name].body
+        exported = next(
+            [e.value for e in n.value.elts]
+            for n in body
+            if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "__all__"
+        )
+        imported = {
+            a.asname or a.name: n.module for n in body if isinstance(n, ast.ImportFrom) for a in n.names
+        }
+        assert exported and sorted(exported) == sorted(imported), name
+        assert all(imported[e].startswith(f"{name}.") for e in exported), name
+        assert not [n for n in body if isinstance(n, ast.FunctionDef | ast.ClassDef)], name
+
+
+def test_the_sandbox_scripts_are_never_imported():
+    """The sandbox's launcher, judge, worker and codec run only as separate interpreters: no module
+    imports them (so model-written code they load never runs in a process of the project), and they
+    import nothing of the project (a fresh `python -I -S` holds only the standard library)."""
+    assert all(name in MODULES for name in SANDBOX_SCRIPTS)
+    assert [(a, b) for a, b, _ in import_edges() if b in SANDBOX_SCRIPTS or a in SANDBOX_SCRIPTS] == []
+
+
+def test_evaluate_enters_the_run_folder_through_run_store():
+    """The runner reaches a run's files only through `eval.run_state.RunStore` (and seals records with
+    `eval.run_state.records`): it imports nothing of the file layer below them."""
+    reached = {b for a, b, _ in import_edges() if a == "eval.runner" and b.startswith("eval.run_state")}
+    assert reached == {"eval.run_state.store", "eval.run_state.records"}
 
 
 def test_no_private_name_is_used_outside_its_module():

@@ -87,7 +87,7 @@ class DemoConfig:
 
 def demo_dtype() -> str | None:
     """The demo's dtype when none is asked for: bfloat16 when it will run on a CPU with hardware bf16,
-    else None (the loader's default). `bench/latent_mas.py` measures with the same choice."""
+    else None (the loader's default). `bench/studies/latent_mas.py` measures with the same choice."""
     import torch
 
     from latent.loading import native_bf16_cpu

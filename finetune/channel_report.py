@@ -31,7 +31,7 @@ HANDOFF_ROWS = (
 
 def evaluate(cfg: Any, lm: LatentModel, pair: Pair | None = None) -> dict:
     """Held-out results of `lm`: hand-off rows per level on `eval_n` test items (seed 0, as
-    `bench/handoff.py` scores them; with `pair`, the holders run its sender and hand on through its bridge),
+    `bench/studies/handoff.py` scores them; with `pair`, the holders run its sender and hand on through its bridge),
     or single / text_mas / latent_mas per graph on `eval_n` held-out arith problems (seed `eval_seed`).
     Each cell: correct, n, wall seconds."""
     if cfg.eval_n == 0:

@@ -2,7 +2,7 @@
 
 Every agent's prompt starts with the same system text for every question of a batch; a prefill that
 reads it once and copies its keys and values into every row skips about a third of a short prompt's
-compute (`bench/prefix_share.py`). The batch is laid out as [shared prefix][pads][rest of the row]:
+compute (`bench/speed/prefix_share.py`). The batch is laid out as [shared prefix][pads][rest of the row]:
 pads are masked and position ids count only real tokens, so each row's computation is the one its
 left-padded layout gives (equal up to float rounding of the batch-1 prefix).
 

@@ -4,7 +4,7 @@ Each number is read from where it was measured: a report under `bench/results/`,
 (`latent/builtin_models/<name>/card.json`), the demo's printed table (the README shows it verbatim; a `real`
 test reruns the demo), or, for ranges over runs that kept no file, the topic report under `docs/results/` that
 holds every run. Each check names the sentence it guards; change one copy and its check fails. The Qwen table
-and headline are generated from their report by `bench/qwen_table.py` and checked in
+and headline are generated from their report by `bench/studies/qwen_table.py` and checked in
 `tests/eval/test_qwen_table_report.py`.
 """
 
@@ -33,7 +33,7 @@ def report(name: str) -> dict:
 
 
 def correct(name: str, row: str) -> int:
-    """Items right in one row of a `bench/handoff.py` report."""
+    """Items right in one row of a `bench/studies/handoff.py` report."""
     return report(name)[row]["correct"]
 
 

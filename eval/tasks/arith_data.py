@@ -408,7 +408,8 @@ def solution_signature(problem: ArithProblem) -> tuple[tuple[int, str, int, int]
     return tuple(out)
 
 
-EVAL_SEEDS = (0, 2024)  # the held-out seeds `latentworks eval/demo`, bench/latent_mas.py and train_mas score
+# the held-out seeds `latentworks eval/demo`, bench/studies/latent_mas.py and train_mas score
+EVAL_SEEDS = (0, 2024)
 EVAL_N = 1024  # held-out problems per seed whose signatures training must avoid
 
 

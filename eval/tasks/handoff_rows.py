@@ -1,4 +1,4 @@
-"""The rows of the hand-off table (`bench/handoff.py`, `latentworks finetune mas --task handoff`, the
+"""The rows of the hand-off table (`bench/studies/handoff.py`, `latentworks finetune mas --task handoff`, the
 demo): each runs `agents.run` on `agents.handoff_graph(len(shares), mode)` and scores the answer.
 
 Across two models (`Pair`): the holders run the sender, the answerer the row's model, and the latent

@@ -11,7 +11,7 @@ choice is the legal action those rewards score highest: where SFT already picks 
 change the choice, so that share bounds how many choices the rewards can move. `reward_by_action` gives
 each action's mean reward where legal and how often it is the best one.
 
-`python bench/dlm_policy_shift.py RUN_DIR --seeds 0 1 2 --prompts 240 --out report.json`
+`python bench/studies/dlm_policy_shift.py RUN_DIR --seeds 0 1 2 --prompts 240 --out report.json`
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.data import make_handoff_wordings as mw
+from bench.studies import make_handoff_wordings as mw
 from eval.tasks import handoff as th
 from eval.tasks import handoff_wordings as tw
 

@@ -324,9 +324,9 @@ def test_evalplus_layout_more_shadowing(name):
 
 
 def test_the_code_redteam_bench_set_forges_nothing(he):
-    """Every attack of `bench/code_redteam.py` (42: shadowing, patched modules, lying values, exits,
+    """Every attack of `bench/studies/code_redteam.py` (42: shadowing, patched modules, lying values, exits,
     signals, forged descriptors, /proc and file-system readers) scores wrong; none crashes the harness."""
-    from bench.code_redteam import ATTACKS, _code
+    from bench.studies.code_redteam import ATTACKS, _code
 
     for name, (key, body, trick) in ATTACKS.items():
         if name == "SIGSTOP the judge":

@@ -1,7 +1,7 @@
-"""bench/handoff_probe.py reads what the holders' thoughts spell and compares the answer with it."""
+"""bench/studies/handoff_probe.py reads what the holders' thoughts spell and compares the answer with it."""
 
 from agents.results import AgentStats, Result
-from bench.handoff_probe import answer_number, probe_item, spelled
+from bench.studies.handoff_probe import answer_number, probe_item, spelled
 from eval.tasks.handoff import HandoffItem
 
 

@@ -1,4 +1,4 @@
-"""bench/qwen_table.py on a small real run of the built-in model: the paired tests agree with the records,
+"""bench/studies/qwen_table.py on a small real run of the built-in model: the paired tests agree with the records,
 every paper claim gets a verdict line, and archived runs come back byte for byte and resume."""
 
 import importlib.util
@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "studies"
 
 
 def _load():
@@ -130,7 +130,7 @@ def test_exact_mcnemar_equals_scipys_two_sided_binomial_test():
 def test_pages_quote_the_committed_report():
     """BENCHMARKS.md and README quote the committed report between markers: one source for these numbers."""
     qt = _load()
-    root = BENCH.parent
+    root = BENCH.parents[1]
     report_md = (root / "bench/results/qwen_table/report.md").read_text()
     payload = json.loads((root / "bench/results/qwen_table/report.json").read_text())
     bench_md = (root / "BENCHMARKS.md").read_text()

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from bench.hostile_corpus import corpus
+from bench.studies.hostile_corpus import corpus
 from eval.sandbox import run_python
 from eval.scoring import (
     extract_boxed,
@@ -61,7 +61,7 @@ def test_hostile_output_scores_within_the_limit(idx, where):
 def test_host_memory_stays_bounded():
     """The heaviest outputs, scored in a fresh process: its peak RSS stays under 500 MiB."""
     code = (
-        "import json\nfrom bench.hostile_corpus import corpus\nfrom bench.scoring_hostile import peak_rss_mib\n"
+        "import json\nfrom bench.studies.hostile_corpus import corpus\nfrom bench.studies.scoring_hostile import peak_rss_mib\n"
         "from eval.scoring import score\n"
         "for name, item, text in corpus():\n    score(item, text, sandbox_timeout=1.0)\n"
         "print(json.dumps(peak_rss_mib()))\n"

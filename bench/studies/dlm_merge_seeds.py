@@ -1,7 +1,7 @@
 """Pool `latentworks dlm eval` results of disjoint training seeds into one table (rliable intervals over all
 seeds), e.g. seeds 0-1 evaluated earlier and seed 2 evaluated later with the same preset and start states.
 
-`python bench/dlm_merge_seeds.py A/results.json B/results.json --preset lbf_smollm2_cpu --seeds 0 1 2 --sets eval.episodes=16 --out DIR`
+`python bench/studies/dlm_merge_seeds.py A/results.json B/results.json --preset lbf_smollm2_cpu --seeds 0 1 2 --sets eval.episodes=16 --out DIR`
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def run(ns: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     return run_script(
-        "python bench/dlm_merge_seeds.py",
+        "python bench/studies/dlm_merge_seeds.py",
         __doc__.splitlines()[0],
         partial(add_config_arguments, cls=MergeSeedsBench),
         run,

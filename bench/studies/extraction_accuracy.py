@@ -1,7 +1,7 @@
 """Answer-extraction accuracy on hand-labelled model outputs: ours vs math-verify vs lm-eval-harness.
 
 The set (bench/data/extraction_set.jsonl) holds greedy SmolLM2-135M-Instruct outputs on math word
-problems and multiple-choice questions (bench/make_extraction_outputs.py), each labelled by hand
+problems and multiple-choice questions (bench/studies/make_extraction_outputs.py), each labelled by hand
 with the answer the text commits to (`label`, null when it commits to none) and the task's `gold`.
 
 Two rates per extractor, with 95% Wilson intervals:
@@ -17,7 +17,7 @@ lm-eval-harness is used through its own filter classes with the regexes of its `
 is X"; flexible: `multi_choice_regex`). It is imported from LM_EVAL_PATH (default
 /work/venvs/scoring-lmeval, installed with `pip install --target DIR --no-deps lm-eval`).
 
-Run: `nice python bench/extraction_accuracy.py`.
+Run: `nice python bench/studies/extraction_accuracy.py`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from eval.report import wilson
 from eval.scoring import extract_choice, extract_math_answer, normalize_number
 from latent.args import add_config_arguments, config_from_args, run_script
 
-DATA = Path(__file__).parent / "data" / "extraction_set.jsonl"
+DATA = Path(__file__).parents[1] / "data" / "extraction_set.jsonl"
 
 
 def _same_number(extracted: str | None, target: str | None) -> bool:
@@ -181,7 +181,11 @@ def run(ns: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     return run_script(
-        "bench/extraction_accuracy.py", __doc__, partial(add_config_arguments, cls=ExtractionBench), run, argv
+        "bench/studies/extraction_accuracy.py",
+        __doc__,
+        partial(add_config_arguments, cls=ExtractionBench),
+        run,
+        argv,
     )
 
 

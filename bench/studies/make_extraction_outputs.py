@@ -6,7 +6,7 @@ were then labelled by hand (what answer the text commits to, if any, with a note
 and stored with the labels in bench/data/extraction_set.jsonl; this script only regenerates the raw
 text (greedy decoding, so the same outputs on the same model and library versions).
 
-Run: `nice python bench/make_extraction_outputs.py --model /work/models/smollm2-135m-instruct`.
+Run: `nice python bench/studies/make_extraction_outputs.py --model /work/models/smollm2-135m-instruct`.
 """
 
 from __future__ import annotations
@@ -175,7 +175,7 @@ def run(ns: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     return run_script(
-        "bench/make_extraction_outputs.py",
+        "bench/studies/make_extraction_outputs.py",
         __doc__,
         partial(add_config_arguments, cls=ExtractionOutputs),
         run,

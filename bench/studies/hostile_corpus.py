@@ -1,6 +1,6 @@
 """Hostile model outputs for `score()`: each is built to make one extraction or comparison step slow or
 memory-hungry (quadratic regex scans, sympy blow-ups, huge numbers, huge code). Used by
-`bench/scoring_hostile.py` and `tests/eval/test_scoring_bounds.py`.
+`bench/studies/scoring_hostile.py` and `tests/eval/test_scoring_bounds.py`.
 """
 
 from __future__ import annotations

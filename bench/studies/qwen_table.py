@@ -1,19 +1,19 @@
 """The LatentMAS paper's main table at this scale: Qwen2.5-Coder-0.5B/1.5B-Instruct, single / text_mas /
 latent_mas, with the controls that say whether the latent channel does anything.
 
-    python bench/qwen_table.py plan                        # every cell and the command that runs it
-    python bench/qwen_table.py run --cell q05-gsm-seq      # run (or resume) one cell in the foreground
-    RANK=1 WORLD_SIZE=2 python bench/qwen_table.py run --cell q05-gsm-seq   # its second half, beside rank 0
-    nohup nice python bench/qwen_table.py queue &          # every unfinished cell in turn, two ranks each
-    python bench/qwen_table.py report                      # table, paired tests, verdicts, plot, quotes
-    python bench/qwen_table.py archive | restore           # carry unfinished runs across machines
+    python bench/studies/qwen_table.py plan                        # every cell and the command that runs it
+    python bench/studies/qwen_table.py run --cell q05-gsm-seq      # run (or resume) one cell in the foreground
+    RANK=1 WORLD_SIZE=2 python bench/studies/qwen_table.py run --cell q05-gsm-seq   # its second half, beside rank 0
+    nohup nice python bench/studies/qwen_table.py queue &          # every unfinished cell in turn, two ranks each
+    python bench/studies/qwen_table.py report                      # table, paired tests, verdicts, plot, quotes
+    python bench/studies/qwen_table.py archive | restore           # carry unfinished runs across machines
 
 Every cell runs `latentworks eval` (sandboxed code scoring, resumable results) under runs/qwen_table/<cell>.
 The settings below are the same for every method and cell; the prompt set (`latent_aware`) was chosen on the
 dev cells (rg:gsm_symbolic seed 1), never on the evaluation items (seed 0): under the `default` prompts the
 0.5B final agent answers without working on 17 of 24 dev items, at 0 latent steps as at 10.
 Why float32: in bfloat16 the thoughts drift 10-20% from float32 within 3-6 steps and by up to 13% between
-batch 1 and batch 16 (bench/bf16_thoughts.py), so a bf16 table would measure batch-dependent thoughts.
+batch 1 and batch 16 (bench/studies/bf16_thoughts.py), so a bf16 table would measure batch-dependent thoughts.
 """
 
 from __future__ import annotations
@@ -266,7 +266,7 @@ def _markdown(rows: list[dict], machine: str) -> str:
     lines += [
         f"Settings (every method, every cell): `{json.dumps(SETTINGS)}`; rg:gsm_symbolic 150 items, "
         "humaneval all 164, arc_challenge (test split) the first 150. Each row counts the items every method of its "
-        "cell has run. Commands: `python bench/qwen_table.py run --cell CELL`, then `report`.",
+        "cell has run. Commands: `python bench/studies/qwen_table.py run --cell CELL`, then `report`.",
         "",
     ]
     lines += [
@@ -364,7 +364,9 @@ def report(runs: Path = RUNS, out: Path = REPORT, quote_in: tuple[Path, ...] = (
     """Write report.md/json and the plot into `out`; rewrite the quotes in the pages `quote_in` names."""
     rows = [row for name, cell in CELLS.items() if (row := _cell_rows(name, cell, runs)) is not None]
     if not rows:
-        print(f"no cell has results under {runs}: run `python bench/qwen_table.py run --cell CELL` first")
+        print(
+            f"no cell has results under {runs}: run `python bench/studies/qwen_table.py run --cell CELL` first"
+        )
         return 1
     machine = f"{_cpu_name()}, {os.cpu_count()} CPUs, 1 torch thread per job, two jobs side by side"
     text = _markdown(rows, machine)
@@ -535,7 +537,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     return run_script(
-        "bench/qwen_table.py", __doc__, partial(add_config_arguments, cls=TableOptions), run, argv
+        "bench/studies/qwen_table.py", __doc__, partial(add_config_arguments, cls=TableOptions), run, argv
     )
 
 

@@ -1,6 +1,6 @@
 """Throughput (questions per second) against batch size for single, text_mas and latent_mas.
 
-    python bench/throughput.py --model smollm2-135m-instruct --batches 1,2,4,8,16,32 --questions 32 \
+    python bench/speed/throughput.py --model smollm2-135m-instruct --batches 1,2,4,8,16,32 --questions 32 \
         --plot bench/results/throughput_smollm2.png --json bench/results/throughput_smollm2.json
 
 Every method runs the sequential graph (single: the final agent alone) on the same rg:gsm_symbolic
@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from latent.args import UsageError, add_config_arguments, config_from_args, run_script  # noqa: E402
 
@@ -132,7 +132,7 @@ def run(ns: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     return run_script(
-        "bench/throughput.py", __doc__, partial(add_config_arguments, cls=ThroughputBench), run, argv
+        "bench/speed/throughput.py", __doc__, partial(add_config_arguments, cls=ThroughputBench), run, argv
     )
 
 

@@ -1,7 +1,7 @@
 """Reading an agent's prompt with its shared prefix once vs reading every row in full.
 
-    python bench/prefix_share.py                                  # the built-in model, arith questions
-    python bench/prefix_share.py --model smollm2-135m-instruct    # a real checkpoint (after models pull)
+    python bench/speed/prefix_share.py                                  # the built-in model, arith questions
+    python bench/speed/prefix_share.py --model smollm2-135m-instruct    # a real checkpoint (after models pull)
 
 Every agent of a batch starts its prompt with the same system text; `WorkingMemory` reads that prefix
 once and copies it into every row (`latent.shared_prefix`). Both ways run side by side, interleaved,
@@ -81,7 +81,7 @@ def run(ns: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     return run_script(
-        "bench/prefix_share.py", __doc__, partial(add_config_arguments, cls=PrefixShareBench), run, argv
+        "bench/speed/prefix_share.py", __doc__, partial(add_config_arguments, cls=PrefixShareBench), run, argv
     )
 
 

@@ -1,8 +1,8 @@
 """Cost of one latent step vs one plain cached single-token forward, and `think` throughput.
 
-    python bench/latent_step.py                      # CPU: a 60M-parameter Llama config, random weights
-    python bench/latent_step.py --size 4b --device cuda --dtype bfloat16   # GPU: Qwen3-4B-shaped config
-    python bench/latent_step.py --model smollm2-135m-instruct   # a real checkpoint (after models pull)
+    python bench/speed/latent_step.py                      # CPU: a 60M-parameter Llama config, random weights
+    python bench/speed/latent_step.py --size 4b --device cuda --dtype bfloat16   # GPU: Qwen3-4B-shaped config
+    python bench/speed/latent_step.py --model smollm2-135m-instruct   # a real checkpoint (after models pull)
 
 Speed does not depend on the weights, so random weights are honest here. Both paths run side by side,
 interleaved, on the same model and cache length; we report medians.
@@ -155,7 +155,7 @@ def run(ns: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     return run_script(
-        "bench/latent_step.py", __doc__, partial(add_config_arguments, cls=LatentStepBench), run, argv
+        "bench/speed/latent_step.py", __doc__, partial(add_config_arguments, cls=LatentStepBench), run, argv
     )
 
 

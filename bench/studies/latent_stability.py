@@ -4,7 +4,7 @@ the thoughts drift apart step by step (relative L2 distance of the fed-back vect
 A loop whose drift grows ~10x per step (chaotic) hands on thoughts that depend on rounding noise: batch
 composition, dtype and kernels change them, so a receiver cannot decode them reliably.
 
-Run: python bench/latent_stability.py --model smollm2-135m-instruct --steps 8
+Run: python bench/studies/latent_stability.py --model smollm2-135m-instruct --steps 8
 """
 
 from __future__ import annotations
@@ -73,7 +73,11 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     return run_script(
-        "bench/latent_stability.py", __doc__, partial(add_config_arguments, cls=StabilityBench), run, argv
+        "bench/studies/latent_stability.py",
+        __doc__,
+        partial(add_config_arguments, cls=StabilityBench),
+        run,
+        argv,
     )
 
 

@@ -1,6 +1,6 @@
 """Time and memory of `score()` on hostile outputs, in the main thread and in a worker thread.
 
-Run: `PYTHONPATH=. nice python bench/scoring_hostile.py`. Prints one row per output (seconds in each thread),
+Run: `PYTHONPATH=. nice python bench/studies/scoring_hostile.py`. Prints one row per output (seconds in each thread),
 then the slowest call and the process's peak RSS. `eval.scoring.symbolic` starts its helper first (a
 one-time cost, printed separately).
 """
@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from functools import partial
 
-from bench.hostile_corpus import corpus  # run from the project root with PYTHONPATH=.
+from bench.studies.hostile_corpus import corpus  # run from the project root with PYTHONPATH=.
 from eval.scoring import score
 from eval.scoring.symbolic import symbolic_equal
 from latent.args import add_config_arguments, config_from_args, run_script
@@ -76,7 +76,11 @@ def run(ns: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     return run_script(
-        "bench/scoring_hostile.py", __doc__, partial(add_config_arguments, cls=HostileBench), run, argv
+        "bench/studies/scoring_hostile.py",
+        __doc__,
+        partial(add_config_arguments, cls=HostileBench),
+        run,
+        argv,
     )
 
 

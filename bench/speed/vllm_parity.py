@@ -1,6 +1,6 @@
 """Greedy equality of the final agent decoded in vLLM (from `prompt_embeds`) with the HF path.
 
-    python bench/vllm_parity.py --model smollm2-135m-instruct --limit 16 --json OUT   # vllm(-cpu) extra
+    python bench/speed/vllm_parity.py --model smollm2-135m-instruct --limit 16 --json OUT   # vllm(-cpu) extra
 
 Runs latent_mas on a task twice through `agents.run` (backend "vllm", then "hf"), greedy, and prints per
 graph how many final texts are identical, the first differing token where they are not, and the wall
@@ -22,7 +22,7 @@ from functools import partial
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from latent.args import add_config_arguments, config_from_args, run_script  # noqa: E402
 
@@ -149,7 +149,7 @@ def run(ns: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     return run_script(
-        "bench/vllm_parity.py", __doc__, partial(add_config_arguments, cls=VllmParityBench), run, argv
+        "bench/speed/vllm_parity.py", __doc__, partial(add_config_arguments, cls=VllmParityBench), run, argv
     )
 
 

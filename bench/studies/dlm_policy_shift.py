@@ -1,6 +1,6 @@
 """How far GRPO moved the policy from SFT on a `latentworks dlm` run (finetune.dlm.policy_shift).
 
-`python bench/dlm_policy_shift.py RUN_DIR --seeds 0 1 2 --prompts 240 --out report.json`
+`python bench/studies/dlm_policy_shift.py RUN_DIR --seeds 0 1 2 --prompts 240 --out report.json`
 
 `--prompt-set grpo` measures on each seed's GRPO training prompts instead (the run's own seeded draw),
 which shows whether GRPO learned the states it trained on, apart from how that carries to other states.
@@ -87,7 +87,11 @@ def run(ns: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     return run_script(
-        "bench/dlm_policy_shift.py", __doc__, partial(add_config_arguments, cls=PolicyShiftBench), run, argv
+        "bench/studies/dlm_policy_shift.py",
+        __doc__,
+        partial(add_config_arguments, cls=PolicyShiftBench),
+        run,
+        argv,
     )
 
 

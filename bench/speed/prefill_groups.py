@@ -1,6 +1,6 @@
 """One agent's prompt read + latent steps with and without length-grouped prefill (`LatentModel.group_pads`).
 
-    python bench/prefill_groups.py --model smollm2-135m-instruct --batch 16 --repeats 4
+    python bench/speed/prefill_groups.py --model smollm2-135m-instruct --batch 16 --repeats 4
 
 A left-padded batch spends compute on its pads; on a CPU reading rows of similar length together (each
 group padded only to its own longest row) skips most of it. Both settings run interleaved in one
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from latent.args import add_config_arguments, config_from_args, run_script  # noqa: E402
 
@@ -84,7 +84,11 @@ def run(ns: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     return run_script(
-        "bench/prefill_groups.py", __doc__, partial(add_config_arguments, cls=PrefillGroupsBench), run, argv
+        "bench/speed/prefill_groups.py",
+        __doc__,
+        partial(add_config_arguments, cls=PrefillGroupsBench),
+        run,
+        argv,
     )
 
 

@@ -1,10 +1,10 @@
 """single vs text_mas vs latent_mas on the built-in model and task, sequential and hierarchical.
 
-    python bench/latent_mas.py                       # 100 held-out problems, both graphs
-    python bench/latent_mas.py --limit 200 --sweep 0,5,20,40
-    python bench/latent_mas.py --prompt-sets default,compact   # latent_mas also without re-reading the question
-    python bench/latent_mas.py --graphs hierarchical,examples/graphs/hierarchical_latent.yaml
-    python bench/latent_mas.py --model smollm2-135m-instruct --task "rg:chain_sum?min_terms=2&max_terms=2&max_digits=1"
+    python bench/studies/latent_mas.py                       # 100 held-out problems, both graphs
+    python bench/studies/latent_mas.py --limit 200 --sweep 0,5,20,40
+    python bench/studies/latent_mas.py --prompt-sets default,compact   # latent_mas also without re-reading the question
+    python bench/studies/latent_mas.py --graphs hierarchical,examples/graphs/hierarchical_latent.yaml
+    python bench/studies/latent_mas.py --model smollm2-135m-instruct --task "rg:chain_sum?min_terms=2&max_terms=2&max_digits=1"
 
 Runs through the same resumable harness as `latentworks eval` (results under --out), then prints one
 table: accuracy, output tokens and seconds per item per method, and the text_mas / latent_mas ratios
@@ -156,7 +156,7 @@ def run(ns: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     return run_script(
-        "bench/latent_mas.py", __doc__, partial(add_config_arguments, cls=LatentMasBench), run, argv
+        "bench/studies/latent_mas.py", __doc__, partial(add_config_arguments, cls=LatentMasBench), run, argv
     )
 
 

@@ -11,7 +11,7 @@ For each prompt: float32 thoughts at batch 1 are the reference. Then, per step, 
 Step 0 is the prefill's last hidden state (before any thought): an error there entered in the forward
 pass over the prompt, not in the loop.
 
-Run: python bench/bf16_thoughts.py --model qwen2.5-coder-0.5b-instruct --steps 10 --batch 16
+Run: python bench/studies/bf16_thoughts.py --model qwen2.5-coder-0.5b-instruct --steps 10 --batch 16
 """
 
 from __future__ import annotations
@@ -167,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     (out / "report.md").write_text(
         f"# bf16 thoughts against float32 ({opts.model})\n\nMedian over {opts.prompts} prompts of the relative "
         f"L2 distance at each step (step 0: the prefill's last hidden state).\n\n{table}\n\n"
-        f"Command: `python bench/bf16_thoughts.py --model {opts.model} --steps {opts.steps} --batch {opts.batch} "
+        f"Command: `python bench/studies/bf16_thoughts.py --model {opts.model} --steps {opts.steps} --batch {opts.batch} "
         f"--prompts {opts.prompts}`\n"
     )
     return 0
@@ -175,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     return run_script(
-        "bench/bf16_thoughts.py", __doc__, partial(add_config_arguments, cls=Options), run, argv
+        "bench/studies/bf16_thoughts.py", __doc__, partial(add_config_arguments, cls=Options), run, argv
     )
 
 

@@ -1,6 +1,6 @@
 """GRPO step time with each distinct prompt scored once (`grpo.score_prompts_once`) against TRL's scoring.
 
-`python bench/dlm_grpo_scoring.py RUN_DIR --seed 0 --steps 4 --reps 2 --out report.json`
+`python bench/studies/dlm_grpo_scoring.py RUN_DIR --seed 0 --steps 4 --reps 2 --out report.json`
 
 Both trainers run the GRPO settings of RUN_DIR's `config.json` (a `latentworks dlm grpo` run) from the
 seed's SFT model, with the seed's prompts and rewards, `--steps` optimizer steps per trial, `--reps` trials
@@ -120,7 +120,11 @@ def run(ns: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     return run_script(
-        "bench/dlm_grpo_scoring.py", __doc__, partial(add_config_arguments, cls=GRPOScoringBench), run, argv
+        "bench/studies/dlm_grpo_scoring.py",
+        __doc__,
+        partial(add_config_arguments, cls=GRPOScoringBench),
+        run,
+        argv,
     )
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Size and wall time of the core install (README "Quick start") of a source tree, in a fresh venv.
-#   bench/core_install.sh SRC_DIR VENV_DIR LABEL
+#   bench/speed/core_install.sh SRC_DIR VENV_DIR LABEL
 # SRC_DIR: a clean copy of the tree (e.g. `git archive HEAD | tar -x -C SRC_DIR`), so the checkout is untouched.
 set -euo pipefail
 src=$1; venv=$2; label=$3

@@ -1,8 +1,8 @@
 """Capture overhead vs a plain forward (goal <= 1.10x), plus steering overhead, next to the same
 calls through steering-vectors (a maintained peer library) when it is installed; prints a table.
 
-    python bench/probes.py                      # builtin:arith-mini-v3 if shipped, else a tiny random Llama
-    python bench/probes.py --model PATH --batch 16 --repeats 20
+    python bench/studies/probes.py                      # builtin:arith-mini-v3 if shipped, else a tiny random Llama
+    python bench/studies/probes.py --model PATH --batch 16 --repeats 20
 
 Each timed call is one forward of the same left-padded batch (`LatentModel.prefill`; the peer
 library's rows run the underlying transformers model with its hooks); calls interleave in a
@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # annotations only: --help imports no torch
     from latent import LatentModel
 
 # This file is named probes.py: put the repository root first so `import probes` finds the package.
-_ROOT = str(Path(__file__).resolve().parents[1])
+_ROOT = str(Path(__file__).resolve().parents[2])
 sys.path = [_ROOT] + [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 from latent.args import add_config_arguments, config_from_args, run_script  # noqa: E402
@@ -160,7 +160,9 @@ def run(ns: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_script("bench/probes.py", __doc__, partial(add_config_arguments, cls=ProbesBench), run, argv)
+    return run_script(
+        "bench/studies/probes.py", __doc__, partial(add_config_arguments, cls=ProbesBench), run, argv
+    )
 
 
 if __name__ == "__main__":

@@ -10,9 +10,9 @@ Across two models (`--sender S --bridge B`): the holders run S, the answerer `--
 through bridge B; the kv rows are left out (caches never cross models) and the bytes of a latent row are
 the thought floats handed across.
 
-Run: python bench/handoff.py --model builtin:arith-mini-v6 --level relay --limit 100 --json out.json
-     python bench/handoff.py --model smollm2-135m-instruct --data bench/data/handoff_alt.jsonl
-     python bench/handoff.py --model qwen2.5-coder-0.5b-instruct --sender qwen2.5-coder-1.5b-instruct \
+Run: python bench/studies/handoff.py --model builtin:arith-mini-v6 --level relay --limit 100 --json out.json
+     python bench/studies/handoff.py --model smollm2-135m-instruct --data bench/data/handoff_alt.jsonl
+     python bench/studies/handoff.py --model qwen2.5-coder-0.5b-instruct --sender qwen2.5-coder-1.5b-instruct \
          --bridge qwen2.5-coder-1.5b-instruct-to-qwen2.5-coder-0.5b-instruct-bridge --level relay
 """
 
@@ -131,7 +131,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_script("bench/handoff.py", __doc__, partial(add_config_arguments, cls=HandoffBench), run, argv)
+    return run_script(
+        "bench/studies/handoff.py", __doc__, partial(add_config_arguments, cls=HandoffBench), run, argv
+    )
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 the built-in generator (eval/tasks/handoff.py) never uses, to check that a trained channel is not tied to
 one template. Values come from the generator's test split, so no value was seen in training.
 
-Run: python bench/data/make_handoff_alt.py
+Run: python bench/studies/make_handoff_alt.py
 """
 
 import argparse
@@ -49,7 +49,7 @@ class HandoffAltData:
     """Flags of the alternative-wording data generator."""
 
     out: str = field(
-        default=str(Path(__file__).parent / "handoff_alt.jsonl"), metadata={"help": "JSONL file"}
+        default=str(Path(__file__).parents[1] / "data" / "handoff_alt.jsonl"), metadata={"help": "JSONL file"}
     )
 
 
@@ -63,7 +63,7 @@ def run(ns: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     return run_script(
-        "bench/data/make_handoff_alt.py",
+        "bench/studies/make_handoff_alt.py",
         __doc__,
         partial(add_config_arguments, cls=HandoffAltData),
         run,

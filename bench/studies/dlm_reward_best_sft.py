@@ -8,7 +8,7 @@ reports the policy shift (finetune.dlm.policy_shift) on those prompts and on the
 policy-shift bench draws. High reward-best rates on the training prompts mean the model can represent the
 choice and GRPO's updates are what falls short.
 
-`python bench/dlm_reward_best_sft.py RUN_DIR --seed 2 --epochs 4 --out report.json`
+`python bench/studies/dlm_reward_best_sft.py RUN_DIR --seed 2 --epochs 4 --out report.json`
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def run(ns: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     return run_script(
-        "bench/dlm_reward_best_sft.py",
+        "bench/studies/dlm_reward_best_sft.py",
         __doc__,
         partial(add_config_arguments, cls=RewardBestSFTBench),
         run,

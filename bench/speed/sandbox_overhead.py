@@ -1,6 +1,6 @@
 """Sandbox cost per item: milliseconds for an empty program and for scoring HumanEval canonical solutions.
 
-Run: `nice python bench/sandbox_overhead.py --items 20 --repeats 3`. Prints a table (median over repeats)
+Run: `nice python bench/speed/sandbox_overhead.py --items 20 --repeats 3`. Prints a table (median over repeats)
 and how many `return None` stubs pass (must be 0).
 """
 
@@ -61,7 +61,7 @@ def run(ns: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     return run_script(
-        "bench/sandbox_overhead.py", __doc__, partial(add_config_arguments, cls=SandboxBench), run, argv
+        "bench/speed/sandbox_overhead.py", __doc__, partial(add_config_arguments, cls=SandboxBench), run, argv
     )
 
 

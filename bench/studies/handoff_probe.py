@@ -7,7 +7,7 @@ head. Per item: do the top-1 tokens of the thoughts spell the holder's number (d
 the trained note "53 Sara" puts it; or anywhere in the thoughts), and does the answer equal the asked
 number, or the number the thoughts spell?
 
-Run: python bench/handoff_probe.py --model builtin:arith-mini-v6 --level relay --limit 100
+Run: python bench/studies/handoff_probe.py --model builtin:arith-mini-v6 --level relay --limit 100
 """
 
 from __future__ import annotations
@@ -199,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     return run_script(
-        "bench/handoff_probe.py", __doc__, partial(add_config_arguments, cls=HandoffProbe), run, argv
+        "bench/studies/handoff_probe.py", __doc__, partial(add_config_arguments, cls=HandoffProbe), run, argv
     )
 
 

@@ -7,7 +7,7 @@ Values follow the test split's rule (digit sum divisible by 4), restated here, s
 the names are ones the made-up-name generator cannot spell (a test checks both, and that no training
 template shows up in these files).
 
-Run: python bench/data/make_handoff_wordings.py
+Run: python bench/studies/make_handoff_wordings.py
 """
 
 import argparse
@@ -152,7 +152,7 @@ class HandoffWordingsData:
     """Flags of the other-wording evaluation files."""
 
     out_dir: str = field(
-        default=str(Path(__file__).parent), metadata={"help": "folder the three files go to"}
+        default=str(Path(__file__).parents[1] / "data"), metadata={"help": "folder the three files go to"}
     )
     n: int = field(default=64, metadata={"help": "items per level"})
     seed: int = field(default=57, metadata={"help": "seed of the draws"})
@@ -175,7 +175,7 @@ def run(ns: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     return run_script(
-        "bench/data/make_handoff_wordings.py",
+        "bench/studies/make_handoff_wordings.py",
         __doc__,
         partial(add_config_arguments, cls=HandoffWordingsData),
         run,

@@ -1,6 +1,6 @@
 """Load on `latentworks serve`: N concurrent clients against the same requests sent one at a time.
 
-    python bench/serve_load.py --model builtin:arith-mini --clients 16,64 --requests 256 \
+    python bench/speed/serve_load.py --model builtin:arith-mini --clients 16,64 --requests 256 \
         --out bench/results/serve_load_arith_mini
 
 The server runs in its own process (`python -m latentworks serve`, one torch thread by default) and is
@@ -26,11 +26,11 @@ from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from latent.args import UsageError, add_config_arguments, config_from_args, run_script  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TARGET_SPEEDUP = 3.0  # the serving target: 64 concurrent clients at >= 3x the one-at-a-time rate
 
 
@@ -263,7 +263,7 @@ def run(ns: argparse.Namespace) -> int:
     finally:
         server.terminate()
         server.wait(30)
-    command = "python bench/serve_load.py " + " ".join(getattr(ns, "argv_", sys.argv[1:]))
+    command = "python bench/speed/serve_load.py " + " ".join(getattr(ns, "argv_", sys.argv[1:]))
     write_report(args, rows, command)
     plot(
         rows,
@@ -276,7 +276,7 @@ def run(ns: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     return run_script(
-        "bench/serve_load.py", __doc__, partial(add_config_arguments, cls=ServeLoadBench), run, argv
+        "bench/speed/serve_load.py", __doc__, partial(add_config_arguments, cls=ServeLoadBench), run, argv
     )
 
 

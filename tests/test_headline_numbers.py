@@ -462,3 +462,48 @@ def test_a_changed_copy_fails():
     text = (ROOT / page).read_text()
     mutated = " ".join(text.replace("gets 100, 46 and 95", "gets 100, 47 and 95").split())
     assert quote in prose(page) and quote not in mutated
+
+
+# ----------------------------------------------------------------------------- DLM: legal choices GRPO changed
+DLM = ROOT / "finetune" / "dlm" / "results"
+SHIFT_RE = re.compile(
+    r"results/(lbf_smollm2_\w+)/[\w.]+\)\)?,? (\d+(?:\.\d)?)%, (\d+(?:\.\d)?)% and (\d+(?:\.\d)?)%"
+)
+
+
+def quoted_shifts() -> list[tuple[str, str, list[str]]]:
+    """(page, recipe folder, the three per-seed percentages quoted) for every GRPO recipe that docs/modules.md
+    and BENCHMARKS.md's DLM table cite with its report."""
+    found = [("docs/modules.md", d, list(p)) for d, *p in SHIFT_RE.findall(prose("docs/modules.md"))]
+    page = (ROOT / "BENCHMARKS.md").read_text()
+    table = page[page.index("| GRPO recipe (3 seeds) |") :].split("\n\n")
+    rows = [r for r in table[0].splitlines()[2:]]
+    recipes = re.findall(r"results/(lbf_smollm2_\w+)/", table[1])  # the Source line, in the rows' order
+    assert len(rows) == len(recipes), (rows, recipes)
+    for row, recipe in zip(rows, recipes):
+        found.append(
+            ("BENCHMARKS.md", recipe, re.match(r"\| [^|]+ \| (\S+)% / (\S+)% / (\S+)% \|", row).groups())
+        )
+    return found
+
+
+@pytest.mark.parametrize(
+    ("page", "recipe", "quoted"), quoted_shifts(), ids=[f"{p}:{r}" for p, r, _ in quoted_shifts()]
+)
+def test_dlm_policy_shift_quotes_its_report(page, recipe, quoted):
+    """Each recipe's "A%, B% and C% of the legal choices" equals its policy_shift.json per seed, to the
+    precision quoted (whole percents, or one decimal)."""
+    shift = json.loads((DLM / recipe / "policy_shift.json").read_text())
+    for seed, q in enumerate(quoted):
+        rate = 100 * shift[f"seed_{seed}"]["legal_choice_changed_rate"]
+        places = len(q.partition(".")[2])
+        assert abs(float(q) - rate) <= 0.5 * 10**-places + 1e-9, (
+            f"{page}, {recipe} seed {seed}: {q}% vs {rate:.2f}%"
+        )
+
+
+def test_every_cited_recipe_is_checked():
+    """docs/modules.md cites nine recipes with a three-seed report (the 24-step recipe's JSON holds one seed,
+    so its sentence is not checked here), BENCHMARKS.md three."""
+    pages = [p for p, _, _ in quoted_shifts()]
+    assert pages.count("docs/modules.md") == 9 and pages.count("BENCHMARKS.md") == 3

@@ -300,8 +300,9 @@ def _markdown(rows: list[dict], machine: str) -> str:
             "## Controls (latent_mas only, paired with the main cell's latent_mas on the items both ran)",
             "",
             f"| control | n | accuracy [95% Wilson] | main latent_mas on the same items | output tokens | "
-            f"final answers < {SHORT} tokens | at the budget | only main / only control, exact p |",
-            "|---|---|---|---|---|---|---|---|",
+            f"final answers < {SHORT} tokens | at the budget | only main / only control, exact p | "
+            "vs the main cell's single: only single / only control, exact p |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         by_name = {r["cell"]: r for r in rows}
         for r in controls:
@@ -315,7 +316,11 @@ def _control_cells(m: dict, row: dict, main: dict | None) -> str:
     from eval.report import paired_counts, wilson
 
     acc = f"{m['accuracy']:.1%} [{m['ci_low']:.1%}, {m['ci_high']:.1%}]"
-    same, paired = "main cell not run", "-"
+    same, paired, vs_single = "main cell not run", "-", "-"
+    if main and any(x["method"] == "single" for x in main["records"]):
+        single = [x for x in main["records"] if x["method"] == "single"]
+        pc = paired_counts(single + [{**x, "method": "control"} for x in row["records"]], "single", "control")
+        vs_single = f"{pc['only_single']} / {pc['only_control']}, p = {pc['p_mcnemar']:.3g}"
     if main:
         recs = [{**x, "method": "main"} for x in main["records"] if x["method"] == "latent_mas"]
         pc = paired_counts(recs + row["records"], "main", "latent_mas")
@@ -325,7 +330,7 @@ def _control_cells(m: dict, row: dict, main: dict | None) -> str:
         paired = f"{pc['only_main']} / {pc['only_latent_mas']}, p = {pc['p_mcnemar']:.3g}"
     return (
         f"{m['n']} | {acc} | {same} | {m['output_tokens']:.0f} | {m['short_final_answers']} | "
-        f"{m.get('final_answers_at_budget', '-')} | {paired} |"
+        f"{m.get('final_answers_at_budget', '-')} | {paired} | {vs_single} |"
     )
 
 

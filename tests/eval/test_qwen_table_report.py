@@ -101,7 +101,8 @@ def test_control_cells_count_the_main_cell_on_the_controls_items_only():
         return [{"item_id": i, "method": method, "correct": c} for i, c in outcomes.items()]
 
     main = {
-        "records": recs("latent_mas", {"a": 1, "b": 1, "c": 1, "d": 0, "e": 1}) + recs("single", {"a": 0})
+        "records": recs("latent_mas", {"a": 1, "b": 1, "c": 1, "d": 0, "e": 1})
+        + recs("single", {"a": 1, "b": 1, "d": 0})
     }
     control = {"records": recs("latent_mas", {"a": 0, "b": 0, "c": 1, "d": 1})}  # "e" not run yet
     m = {
@@ -115,6 +116,9 @@ def test_control_cells_count_the_main_cell_on_the_controls_items_only():
     cells = [c.strip() for c in qt._control_cells(m, control, main).strip("|").split("|")]
     assert cells[2].startswith("3/4 = 75.0%")  # a, b, c right in the main cell; e is not shared
     assert cells[6].startswith("2 / 1, p = ")  # only main: a, b; only the control: d
+    assert cells[7].startswith(
+        "2 / 1, p = "
+    )  # against the main cell's single: only single a, b; only control d
 
 
 def test_exact_mcnemar_equals_scipys_two_sided_binomial_test():

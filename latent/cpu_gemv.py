@@ -7,7 +7,7 @@ float32 there; the same product taken as `W @ x^T` is faster and gives the same 
 closeness, since another CPU's kernels may round differently), and a single row is fastest as
 `torch.mv`. SmolLM2-135M's 210 decoder-layer matrices, one thread: 27.6 ms through `F.linear` against
 22.0 ms routed for one row, 32.6 against 25.5 ms for 16 rows, the transposing copy included
-(`bench/few_row_matmul.py`). `route_few_rows` points each `nn.Linear` of a model at that path for exactly
+(`bench/speed/few_row_matmul.py`). `route_few_rows` points each `nn.Linear` of a model at that path for exactly
 those inputs; anything else (more rows, float32, autograd, another device) runs `F.linear` as before.
 
 The gain is the AMX Xeon's: on an AMD EPYC with `avx512_bf16` and no AMX the routed path is slower than

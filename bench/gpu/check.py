@@ -19,7 +19,7 @@ Per shape:
 - latent_mas against text_mas (ours): the same questions and graph, items per second and tokens decoded.
 
 The official code is the user's checkout (`--official DIR`, env LATENTMAS_OFFICIAL, or an ignored folder
-`official/` in the repository), imported at run time with `bench/official_adapter.py`'s adapters; one more
+`official/` in the repository), imported at run time with `bench/speed/official_adapter.py`'s adapters; one more
 here: its wrapper loads a model by name, so its loaders are pointed at the model built here (one copy of
 the weights on the GPU for both sides), and the wrapper's resize of the embedding to the tokenizer is
 skipped (the small tokenizer would shrink the real vocabulary). Without a checkout those rows say so.
@@ -43,7 +43,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "bench" / "speed"))
 
 from latent.args import add_config_arguments, config_from_args  # noqa: E402
 from latent.entry import run_script  # noqa: E402

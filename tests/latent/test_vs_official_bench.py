@@ -1,4 +1,4 @@
-"""bench/vs_official.py refuses to run without a checkout of the official code, with a message that
+"""bench/speed/vs_official.py refuses to run without a checkout of the official code, with a message that
 says how to get one, before loading anything."""
 
 import importlib.util
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "speed"
 
 
 def _load(name):

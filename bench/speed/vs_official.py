@@ -1,12 +1,12 @@
 """latentworks against the official LatentMAS code, side by side in one process, same model and prompts.
 
     git clone https://github.com/Gen-Verse/LatentMAS /tmp/latentmas-official     # fetched by the user
-    python bench/vs_official.py --official /tmp/latentmas-official --model smollm2-135m-instruct
-    python bench/vs_official.py --official DIR --model qwen2.5-coder-1.5b-instruct --skip-e2e --dtype bfloat16
-    python bench/vs_official.py --official DIR --realign ridge --shared-solve ours --json runs/vs_official.json
+    python bench/speed/vs_official.py --official /tmp/latentmas-official --model smollm2-135m-instruct
+    python bench/speed/vs_official.py --official DIR --model qwen2.5-coder-1.5b-instruct --skip-e2e --dtype bfloat16
+    python bench/speed/vs_official.py --official DIR --realign ridge --shared-solve ours --json runs/vs_official.json
 
 Nothing of the official repository is part of latentworks: it is imported from --official at run time,
-with the small documented adapters of `bench/official_adapter.py` (transformers-5 cache length, no vLLM
+with the small documented adapters of `bench/speed/official_adapter.py` (transformers-5 cache length, no vLLM
 needed on its HF path, greedy decoding, the project's prompts).
 
 Both sides run `--dtype` (float32 by default): equal precision is the comparison. The official code loads
@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # annotations only: --help imports no torch
 
     from latent import LatentModel
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
@@ -515,7 +515,7 @@ def run(ns: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     return run_script(
-        "bench/vs_official.py", __doc__, partial(add_config_arguments, cls=VsOfficialBench), run, argv
+        "bench/speed/vs_official.py", __doc__, partial(add_config_arguments, cls=VsOfficialBench), run, argv
     )
 
 

@@ -1,6 +1,6 @@
 """bfloat16 latent loop and decode on a CPU with and without the few-row matmul path (`latent.cpu_gemv`).
 
-    python bench/few_row_matmul.py --model smollm2-135m-instruct --batches 1,16 --repeats 6
+    python bench/speed/few_row_matmul.py --model smollm2-135m-instruct --batches 1,16 --repeats 6
 
 A bf16 `LatentModel` on a CPU with AMX computes up to `FEW_ROWS` rows (latent steps, decoding) as
 `W @ x^T` (one row: `torch.mv`), which is faster there than the oneDNN matmul behind `F.linear(x, W)`;
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from latent.args import add_config_arguments, config_from_args, run_script  # noqa: E402
 
@@ -210,7 +210,11 @@ def run(ns: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     return run_script(
-        "bench/few_row_matmul.py", __doc__, partial(add_config_arguments, cls=FewRowMatmulBench), run, argv
+        "bench/speed/few_row_matmul.py",
+        __doc__,
+        partial(add_config_arguments, cls=FewRowMatmulBench),
+        run,
+        argv,
     )
 
 

@@ -93,7 +93,16 @@ def test_every_shipped_recipe_loads():
     (arith-mini-v3) loads into BuiltinConfig; the others are thought-channel recipes
     (tests/finetune/test_thought_channel.py runs each of them)."""
     files = sorted(RECIPES.rglob("*.yaml"))
-    assert len(files) == 8, [f.name for f in files]
+    shipped = {f"arith-mini-v{v}" for v in range(3, 9)} | {
+        "gemma-3-270m-handoff",
+        "smollm2-135m-instruct-handoff",
+    }
+    shipped |= {"smollm2-135m-instruct-handoff-wordings", "qwen2.5-coder-0.5b-instruct-handoff"}
+    shipped |= {
+        f"{s}-to-qwen2.5-coder-0.5b-instruct-bridge"
+        for s in ("smollm2-135m-instruct", "qwen2.5-coder-1.5b-instruct")
+    }
+    assert {f.stem for f in files} == shipped
     for f in files:
         first = f.read_text().splitlines()[0]
         assert first.endswith(f"--config finetune/recipes/{f.name}"), first

@@ -23,6 +23,7 @@ import gzip
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -260,6 +261,48 @@ def _verdicts(row: dict) -> list[str]:
     return out
 
 
+METHOD_HEADER = [
+    f"| cell | method | n | accuracy [95% Wilson] | output tokens | final answers < {SHORT} tokens "
+    "| final answers at the budget | s / item |",
+    "|---|---|---|---|---|---|---|---|",
+]
+
+
+def _method_rows(rows: list[dict]) -> list[str]:
+    """One table line per method of each row: accuracy with its interval, tokens, answer shapes, time."""
+    lines = []
+    for r in rows:
+        for m in r["methods"]:
+            acc = f"{m['accuracy']:.1%} [{m['ci_low']:.1%}, {m['ci_high']:.1%}]"
+            lines.append(
+                f"| {r['cell']} | {m['method']} | {m['n']} | {acc} | {m['output_tokens']:.0f} | "
+                f"{m['short_final_answers']} | {m.get('final_answers_at_budget', '-')} | "
+                f"{m['seconds_per_item']:.2f} |"
+            )
+    return lines
+
+
+def _verdict_row(row: dict) -> str:
+    """The paper's four claims on one cell, one table line: verdict word and the number behind it."""
+    by = {m["method"]: m for m in row["methods"]}
+    done = min(m["n"] for m in row["methods"])
+    planned = PLANNED.get(row["task"], done)
+    items = f"{done}" if done >= planned else f"{done} of {planned} (partial, shortest first)"
+    if not {"single", "text_mas", "latent_mas"} <= by.keys():
+        return f"| {row['cell']} | {items} | incomplete: not every method has run | | | | | | |"
+    accs = [
+        f"{by[k]['accuracy']:.1%} [{by[k]['ci_low']:.1%}, {by[k]['ci_high']:.1%}]" for k in METHODS.split(",")
+    ]
+    cells = []
+    for v in _verdicts(row):
+        verdict, number = re.match(
+            r".*?: (holds[^:]*|does not hold|not measurable at this n): (.*)", v
+        ).groups()
+        short = number.replace(" discordant items, exact McNemar p =", ", p").replace(" points", " pts")
+        cells.append(f"{verdict}: {short}")
+    return f"| {row['cell']} | {items} | " + " | ".join(accs + cells) + " |"
+
+
 def _markdown(rows: list[dict], machine: str) -> str:
 
     lines = ["# The LatentMAS main table on Qwen2.5-Coder-0.5B/1.5B-Instruct", "", f"Machine: {machine}.", ""]
@@ -269,20 +312,9 @@ def _markdown(rows: list[dict], machine: str) -> str:
         "cell has run. Commands: `python bench/studies/qwen_table.py run --cell CELL`, then `report`.",
         "",
     ]
-    lines += [
-        f"| cell | method | n | accuracy [95% Wilson] | output tokens | final answers < {SHORT} tokens "
-        "| final answers at the budget | s / item |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
+    lines += METHOD_HEADER
     main = [r for r in rows if not CELLS[r["cell"]].control_of and not CELLS[r["cell"]].dev]
-    for r in main + [r for r in rows if CELLS[r["cell"]].dev]:
-        for m in r["methods"]:
-            acc = f"{m['accuracy']:.1%} [{m['ci_low']:.1%}, {m['ci_high']:.1%}]"
-            lines.append(
-                f"| {r['cell']} | {m['method']} | {m['n']} | {acc} | {m['output_tokens']:.0f} | "
-                f"{m['short_final_answers']} | {m.get('final_answers_at_budget', '-')} | "
-                f"{m['seconds_per_item']:.2f} |"
-            )
+    lines += _method_rows(main + [r for r in rows if CELLS[r["cell"]].dev])
     for r in main:
         done = min(m["n"] for m in r["methods"])
         planned = PLANNED.get(r["task"], done)
@@ -293,22 +325,33 @@ def _markdown(rows: list[dict], machine: str) -> str:
             else ""
         )
         lines += ["", f"**{r['cell']}**{part}:"] + [f"- {v}" for v in _verdicts(r)]
-    controls = [r for r in rows if CELLS[r["cell"]].control_of]
+    controls = _control_lines(rows)
     if controls:
         lines += [
             "",
             "## Controls (latent_mas only, paired with the main cell's latent_mas on the items both ran)",
             "",
-            f"| control | n | accuracy [95% Wilson] | main latent_mas on the same items | output tokens | "
-            f"final answers < {SHORT} tokens | at the budget | only main / only control, exact p | "
-            "vs the main cell's single: only single / only control, exact p |",
-            "|---|---|---|---|---|---|---|---|---|",
         ]
-        by_name = {r["cell"]: r for r in rows}
-        for r in controls:
-            m = r["methods"][0]
-            lines.append(f"| {r['cell']} | " + _control_cells(m, r, by_name.get(CELLS[r["cell"]].control_of)))
+        lines += controls
     return "\n".join(lines) + "\n"
+
+
+def _control_lines(rows: list[dict]) -> list[str]:
+    """The controls table (header and one line per control cell), empty when no control has run."""
+    controls = [r for r in rows if r["cell"] in CELLS and CELLS[r["cell"]].control_of]
+    if not controls:
+        return []
+    lines = [
+        f"| control | n | accuracy [95% Wilson] | main latent_mas on the same items | output tokens | "
+        f"final answers < {SHORT} tokens | at the budget | only main / only control, exact p | "
+        "vs the main cell's single: only single / only control, exact p |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    by_name = {r["cell"]: r for r in rows}
+    for r in controls:
+        m = r["methods"][0]
+        lines.append(f"| {r['cell']} | " + _control_cells(m, r, by_name.get(CELLS[r["cell"]].control_of)))
+    return lines
 
 
 def _control_cells(m: dict, row: dict, main: dict | None) -> str:
@@ -381,7 +424,7 @@ def report(runs: Path = RUNS, out: Path = REPORT, quote_in: tuple[Path, ...] = (
     (out / "report.json").write_text(json.dumps(payload, indent=1) + "\n")
     _plot(rows, out / "accuracy_vs_time.png")
     for page in quote_in:
-        if page.is_file() and sync_quotes(text, payload, page):
+        if page.is_file() and sync_quotes(payload, page):
             print(f"updated the quoted table in {page}")
     print(text)
     return 0
@@ -400,12 +443,30 @@ HEADLINE_MARKS = (
 )
 
 
-def quoted_table(report_md: str) -> str:
-    """The main table and its verdict lines, as BENCHMARKS.md quotes them (controls stay in the report)."""
-    table = report_md[report_md.index("| cell | method |") :].split("\n## Controls")[0].strip()
-    rows_end = table.index("\n\n") if "\n\n" in table else len(table)
-    src = "Source: [qwen_table/report.md](bench/results/qwen_table/report.md) (verdict lines and controls there too)."
-    return table[:rows_end] + "\n\n" + src + table[rows_end:]
+def quoted_table(payload: dict) -> str:
+    """One line per main cell (each method's accuracy and the paper's four claims) and the controls, as
+    BENCHMARKS.md quotes them; tokens, answer shapes, times and the dev cells stay in the report."""
+    main = [
+        r
+        for r in payload["cells"]
+        if r["cell"] in CELLS and not CELLS[r["cell"]].dev and not CELLS[r["cell"]].control_of
+    ]
+    source = "Source: [qwen_table/report.md](bench/results/qwen_table/report.md)."
+    lines = [
+        "| cell | items | single | text_mas | latent_mas | latent_mas vs text_mas | vs single "
+        "| output tokens (paper: 70.8-83.7% fewer) | speed (paper: about 4x) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    lines += [_verdict_row(r) for r in main] + ["", source]
+    controls = _control_lines(payload["cells"])
+    if controls:
+        lines += [
+            "",
+            "Controls on the main cells' items (latent_mas only; the steps sweep, thoughts replaced, realignment off):",
+            "",
+        ]
+        lines += controls + ["", source]
+    return "\n".join(lines)
 
 
 def headline(payload: dict) -> str:
@@ -428,11 +489,11 @@ def _replace_between(text: str, marks: tuple[str, str], body: str) -> str:
     return text[:start] + "\n" + body + "\n" + text[end:]
 
 
-def sync_quotes(report_md: str, payload: dict, page: Path) -> bool:
+def sync_quotes(payload: dict, page: Path) -> bool:
     """Rewrite the report's quotes in `page` (only where its markers are); True when the page changed."""
     old = text = page.read_text()
     if TABLE_MARKS[0] in text:
-        text = _replace_between(text, TABLE_MARKS, quoted_table(report_md))
+        text = _replace_between(text, TABLE_MARKS, quoted_table(payload))
     if HEADLINE_MARKS[0] in text:
         text = _replace_between(text, HEADLINE_MARKS, headline(payload))
     if text != old:

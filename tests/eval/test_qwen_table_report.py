@@ -135,24 +135,30 @@ def test_pages_quote_the_committed_report():
     """BENCHMARKS.md and README quote the committed report between markers: one source for these numbers."""
     qt = _load()
     root = BENCH.parents[1]
-    report_md = (root / "bench/results/qwen_table/report.md").read_text()
     payload = json.loads((root / "bench/results/qwen_table/report.json").read_text())
     bench_md = (root / "BENCHMARKS.md").read_text()
-    assert f"{qt.TABLE_MARKS[0]}\n{qt.quoted_table(report_md)}\n{qt.TABLE_MARKS[1]}" in bench_md
+    assert f"{qt.TABLE_MARKS[0]}\n{qt.quoted_table(payload)}\n{qt.TABLE_MARKS[1]}" in bench_md
     readme = (root / "README.md").read_text()
     assert f"{qt.HEADLINE_MARKS[0]}\n{qt.headline(payload)}\n{qt.HEADLINE_MARKS[1]}" in readme
 
 
 def test_sync_quotes_rewrites_only_between_the_markers(tmp_path):
     qt = _load()
+    payload = json.loads((BENCH.parents[1] / "bench/results/qwen_table/report.json").read_text())
     page = tmp_path / "page.md"
     page.write_text(f"before\n{qt.TABLE_MARKS[0]}\nold table\n{qt.TABLE_MARKS[1]}\nafter\n")
-    report_md = "# t\n\n| cell | method |\n|---|---|\n| a | single |\n\n**a**:\n- verdict\n"
-    assert qt.sync_quotes(report_md, {"cells": []}, page)
+    assert qt.sync_quotes(payload, page)
     text = page.read_text()
     assert text.startswith("before\n") and text.endswith(f"{qt.TABLE_MARKS[1]}\nafter\n")
-    assert "old table" not in text and "| a | single |\n\nSource:" in text and "- verdict" in text
-    assert not qt.sync_quotes(report_md, {"cells": []}, page)  # already in agreement: untouched
+    assert "old table" not in text and "\n\nSource:" in text
+    assert "| dev-" not in text  # the dev cells stay in the report
+    line = next(x for x in text.splitlines() if x.startswith("| q05-gsm-seq | 150 | "))  # one line per cell
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    row = next(r for r in payload["cells"] if r["cell"] == "q05-gsm-seq")
+    accs = {m["method"]: f"{m['accuracy']:.1%}" for m in row["methods"]}
+    assert [c.split()[0] for c in cells[2:5]] == [accs["single"], accs["text_mas"], accs["latent_mas"]]
+    assert all(c.split(":")[0] in ("holds", "does not hold", "not measurable at this n") for c in cells[5:])
+    assert not qt.sync_quotes(payload, page)  # already in agreement: untouched
 
 
 def test_queue_runs_a_cell_in_two_ranks_then_skips_it(tmp_path, monkeypatch, capsys):

@@ -126,6 +126,7 @@ class BCPolicy:
 
     @torch.no_grad()
     def act(self, env_name: str, batch: list[tuple[dict[str, Any], list[int], int]]) -> list[int]:
+        """The argmax legal action of each agent's own network (index mod the trained count)."""
         out = []
         for o, lg, agent in batch:
             x = torch.tensor([features(env_name, o, lg)])
@@ -165,6 +166,7 @@ class CQLPolicy:
 
     @torch.no_grad()
     def act(self, env_name: str, batch: list[tuple[dict[str, Any], list[int], int]]) -> list[int]:
+        """The greedy legal action of the shared Q-network for each item of the batch."""
         x = torch.tensor([features(env_name, o, lg) for o, lg, _ in batch])
         q = _masked(self.net(x), x[:, -len(action_names(env_name)) :])
         return [int(v) for v in q.argmax(-1)]
@@ -220,9 +222,11 @@ class ExpertPolicy:
         self.rng = np.random.default_rng(seed)
 
     def joint(self, env) -> list[int]:
+        """The expert's joint action, read from the full environment state."""
         return expert_actions(env, self.rng)
 
     def act(self, env_name: str, batch) -> list[int]:
+        """Always raises: the expert acts on the environment state, not on local observations."""
         raise ValueError(
             "the scripted expert needs the environment state; `run_episodes` calls `joint(env)`."
         )

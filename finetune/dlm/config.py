@@ -33,6 +33,8 @@ def split_scenario(default_env: str, scenario: str) -> tuple[str, str]:
 
 @dataclass
 class DataConfig:
+    """Which environments, scenarios and quality tiers the scripted data generator produces."""
+
     env: str = field(
         default="lbforaging",
         metadata={"help": "'lbforaging', 'mpe' or 'rware': the environment of bare scenario names."},
@@ -50,6 +52,8 @@ class DataConfig:
 
 @dataclass
 class SFTRunConfig:
+    """The base model and the supervised fine-tuning run on the generated dialogues."""
+
     # Parameters that choose the base model
     model: str = field(
         default="scratch",
@@ -98,6 +102,8 @@ RETURN_REWARDS = ("model", "none", "online")
 
 @dataclass
 class GRPORunConfig:
+    """The GRPO run on top of the SFT model: TRL settings, reward weights and the return reward."""
+
     max_steps: int = 60
     num_generations: int = 8
     batch_size: int = 16  # prompts x generations per step must be divisible by num_generations
@@ -165,6 +171,8 @@ class GRPORunConfig:
 
 @dataclass
 class EvalConfig:
+    """Evaluation episodes, seeds and scenarios (trained and zero-shot) for every method."""
+
     scenarios: list[str] = field(default_factory=lambda: ["6x6-2p-2f"])
     zero_shot_scenarios: list[str] = field(default_factory=list, metadata={"help": "unseen scenarios."})
     episodes: int = field(
@@ -193,6 +201,8 @@ class EvalConfig:
 
 @dataclass
 class BaselineConfig:
+    """The offline MARL baselines (BC, CQL, QMIX-CQL, CFCQL) trained on the same data."""
+
     tiers: list[str] = field(
         default_factory=lambda: ["good", "medium"], metadata={"help": "same as SFT by default."}
     )
@@ -214,6 +224,8 @@ BASELINE_METHODS = ("bc", "cql", "qmix_cql", "cfcql")
 
 @dataclass
 class DLMConfig:
+    """The whole DLM pipeline's configuration; `__post_init__` rejects invalid combinations up front."""
+
     run_dir: str = "runs/dlm"
     train_seeds: list[int] = field(
         default_factory=lambda: [0],
@@ -302,6 +314,7 @@ class DLMConfig:
             raise ValueError("invalid DLM config:\n  - " + "\n  - ".join(p))
 
     def to_dict(self) -> dict[str, Any]:
+        """The configuration as nested plain dicts (for saving with a run)."""
         return asdict(self)
 
     def envs(self) -> list[str]:

@@ -21,14 +21,29 @@ class MultiAgentEnv(Protocol):
     action_names: tuple[str, ...]
     fallback_action: int  # always legal; what the evaluation loop executes in place of an invalid action
 
-    def reset(self, seed: int) -> None: ...
-    def observations(self) -> list[dict[str, Any]]: ...
-    def legal_actions(self) -> list[list[int]]: ...
-    def step(self, actions: list[int]) -> tuple[list[float], bool]: ...
-    def won(self) -> bool: ...
-    def team_reward(self, rewards: list[float]) -> float: ...
-    def get_state(self) -> dict[str, Any]: ...
-    def set_state(self, state: dict[str, Any]) -> None: ...
+    def reset(self, seed: int) -> None:
+        """Start a new episode from the start state that `seed` determines (same seed, same start)."""
+
+    def observations(self) -> list[dict[str, Any]]:
+        """Each agent's local, JSON-serialisable observation: only what it may see at execution time."""
+
+    def legal_actions(self) -> list[list[int]]:
+        """Each agent's legal action indices in the current state."""
+
+    def step(self, actions: list[int]) -> tuple[list[float], bool]:
+        """Execute one legal action per agent (illegal ones raise); per-agent rewards and whether it ended."""
+
+    def won(self) -> bool:
+        """Whether the episode so far counts as a win under this environment's definition."""
+
+    def team_reward(self, rewards: list[float]) -> float:
+        """One team reward from a step's per-agent rewards (the sum, the mean or a shared value)."""
+
+    def get_state(self) -> dict[str, Any]:
+        """A JSON-serialisable snapshot, stored with each dataset step for `set_state` where supported."""
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Continue the episode from a `get_state` snapshot (used by short-horizon online returns)."""
 
 
 def check_actions(env: MultiAgentEnv, actions: list[int]) -> None:

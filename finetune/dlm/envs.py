@@ -87,13 +87,16 @@ class LBFEnv:
         self.max_steps = self._env._max_episode_steps
 
     def reset(self, seed: int) -> None:
+        """Reset to the seeded lbforaging start layout."""
         self._env.reset(seed=int(seed))
 
     @property
     def t(self) -> int:
+        """Steps taken in this episode."""
         return int(self._env.current_step)
 
     def observations(self) -> list[dict[str, Any]]:
+        """Per agent: its level and the food and teammates within sight, as offsets sorted by distance."""
         env, sight = self._env, self._env.sight
         field = env.field
         foods = list(zip(*np.nonzero(field)))
@@ -116,15 +119,18 @@ class LBFEnv:
         return out
 
     def legal_actions(self) -> list[list[int]]:
+        """Per agent, lbforaging's valid actions as sorted indices."""
         valid = self._env._valid_actions
         return [sorted(int(a.value) for a in valid[p]) for p in self._env.players]
 
     def step(self, actions: list[int]) -> tuple[list[float], bool]:
+        """Execute one legal action per agent; returns per-agent rewards and whether the episode ended."""
         check_actions(self, actions)
         _, rewards, done, _, _ = self._env.step([int(a) for a in actions])
         return [float(x) for x in rewards], bool(done)
 
     def won(self) -> bool:
+        """True once all food has been collected."""
         return bool(self._env.field.sum() == 0)
 
     def team_reward(self, rewards: list[float]) -> float:
@@ -142,6 +148,7 @@ class LBFEnv:
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
+        """Restore a state from `get_state` into this scenario's env (raises if grid or player count differ)."""
         env = self._env
         env.field = np.asarray(state["field"], dtype=np.int32)
         if env.field.shape != tuple(env.field_size) or len(state["players"]) != self.n_agents:
@@ -158,12 +165,15 @@ class LBFEnv:
 
     # read-only views used by the scripted policies (centralised: data generation may see everything)
     def positions(self) -> list[tuple[int, int]]:
+        """Every agent's (row, column) cell."""
         return [(int(p.position[0]), int(p.position[1])) for p in self._env.players]
 
     def levels(self) -> list[int]:
+        """Every agent's level."""
         return [int(p.level) for p in self._env.players]
 
     def food_cells(self) -> list[tuple[int, int, int]]:
+        """Every food item as (row, column, level)."""
         f = self._env.field
         return [(int(r), int(c), int(f[r, c])) for r, c in zip(*np.nonzero(f))]
 
@@ -203,6 +213,7 @@ class MPESpreadEnv:
         self.t = 0
 
     def reset(self, seed: int) -> None:
+        """Reset to the seeded landmark and agent positions and restart the step count."""
         self._env.reset(seed=int(seed))
         self._names = list(self._env.possible_agents)
         self.t = 0
@@ -212,6 +223,7 @@ class MPESpreadEnv:
         return self._env.unwrapped.world
 
     def observations(self) -> list[dict[str, Any]]:
+        """Per agent: its velocity and offsets to every landmark and teammate, rounded to 0.1."""
         w = self._world
         out = []
         for a in w.agents:
@@ -224,9 +236,11 @@ class MPESpreadEnv:
         return out
 
     def legal_actions(self) -> list[list[int]]:
+        """All five actions for every agent: nothing is ever illegal in MPE."""
         return [list(range(len(MPE_ACTIONS))) for _ in range(self.n_agents)]
 
     def step(self, actions: list[int]) -> tuple[list[float], bool]:
+        """Execute one action per agent; the episode ends at `max_steps` or on pettingzoo's termination."""
         check_actions(self, actions)
         _, rew, term, trunc, _ = self._env.step({n: int(a) for n, a in zip(self._names, actions)})
         self.t += 1
@@ -234,6 +248,7 @@ class MPESpreadEnv:
         return [float(rew[n]) for n in self._names], bool(done)
 
     def won(self) -> bool:
+        """True when every landmark has an agent within 0.1 of it."""
         w = self._world
         return all(
             min(float(np.linalg.norm(a.state.p_pos - lm.state.p_pos)) for a in w.agents) < 0.1
@@ -245,6 +260,7 @@ class MPESpreadEnv:
         return float(np.mean(rewards))
 
     def get_state(self) -> dict[str, Any]:
+        """Agent positions and velocities, landmark positions and the step count (JSON-serialisable)."""
         w = self._world
         return {
             "agents": [[*map(float, a.state.p_pos), *map(float, a.state.p_vel)] for a in w.agents],
@@ -254,6 +270,7 @@ class MPESpreadEnv:
 
     def set_state(self, state: dict[str, Any]) -> None:
         # reset first: pettingzoo drops finished agents, so a used env cannot step again without it
+        """Restore a state from `get_state`, resetting first so that a finished env can step again."""
         self.reset(0)
         w = self._world
         if len(state["agents"]) != self.n_agents:
@@ -267,12 +284,15 @@ class MPESpreadEnv:
         self._env.unwrapped.steps = self.t  # the episode-length counter pettingzoo truncates on
 
     def positions(self) -> list[np.ndarray]:
+        """Every agent's absolute position (copies)."""
         return [a.state.p_pos.copy() for a in self._world.agents]
 
     def velocities(self) -> list[np.ndarray]:
+        """Every agent's velocity (copies)."""
         return [a.state.p_vel.copy() for a in self._world.agents]
 
     def landmark_positions(self) -> list[np.ndarray]:
+        """Every landmark's absolute position (copies)."""
         return [lm.state.p_pos.copy() for lm in self._world.landmarks]
 
 

@@ -66,6 +66,7 @@ class RwareEnv:
         self.deliveries = 0
 
     def reset(self, seed: int) -> None:
+        """Reset to the seeded warehouse layout and zero the delivery count."""
         self._env.reset(seed=int(seed))
         self.deliveries = 0
 
@@ -86,6 +87,7 @@ class RwareEnv:
         }
 
     def observations(self) -> list[dict[str, Any]]:
+        """Per agent: heading, carrying flags, and the nearest requested shelves, goals and teammates in sight."""
         env, cells = self._env, self._cells()
         req = self._requested()
         out = []
@@ -123,6 +125,7 @@ class RwareEnv:
         return not (a.carrying_shelf is not None and self._shelf_at(r, c) > 0)
 
     def legal_actions(self) -> list[list[int]]:
+        """Per agent: noop/left/right always, forward and toggle only where rware would carry them out."""
         env, out = self._env, []
         for a in env.agents:
             legal = [0, 2, 3]
@@ -136,6 +139,7 @@ class RwareEnv:
         return out
 
     def step(self, actions: list[int]) -> tuple[list[float], bool]:
+        """Execute one legal action per agent and count deliveries; returns per-agent rewards and done."""
         check_actions(self, actions)
         _, rewards, done, _, _ = self._env.step([int(a) for a in actions])
         team = float(rewards[0]) if rewards else 0.0  # global reward: every agent gets each delivery
@@ -143,6 +147,7 @@ class RwareEnv:
         return [float(x) for x in rewards], bool(done)
 
     def won(self) -> bool:
+        """True once at least one requested shelf has been delivered this episode."""
         return self.deliveries > 0
 
     def team_reward(self, rewards: list[float]) -> float:
@@ -150,6 +155,7 @@ class RwareEnv:
         return float(rewards[0]) if rewards else 0.0
 
     def get_state(self) -> dict[str, Any]:
+        """Shelf and agent positions, headings, carried shelves, the request queue and the step count."""
         env = self._env
         return {
             "shelves": [[int(s.id), int(s.y), int(s.x)] for s in env.shelfs],
@@ -162,6 +168,7 @@ class RwareEnv:
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
+        """Restore a state from `get_state` (raises if agent or shelf count differ from this scenario)."""
         from rware.warehouse import Direction
 
         env = self._env
@@ -179,6 +186,7 @@ class RwareEnv:
 
     # ------------------------------------------------------------------ centralised views (expert)
     def agent_states(self) -> list[tuple[int, int, int, int | None]]:
+        """Every agent's (row, column, heading, carried shelf id or None), for the centralised expert."""
         return [
             (a.y, a.x, a.dir.value, a.carrying_shelf.id if a.carrying_shelf else None)
             for a in self._env.agents

@@ -86,6 +86,7 @@ class SmaxEnv:
         self._won = False
 
     def reset(self, seed: int) -> None:
+        """Reset to a battle drawn from `seed` (the seed also drives every later step's randomness)."""
         self._key = self._jax.random.PRNGKey(int(seed))
         self._key, sub = self._jax.random.split(self._key)
         _, self._state = self._env.reset(sub)
@@ -104,6 +105,7 @@ class SmaxEnv:
         return float(np.round(v / self.res) * self.res)
 
     def observations(self) -> list[dict[str, Any]]:
+        """Per ally: unit type and health, and every living unit in its sight range as type, health and offset."""
         a = self._arrays()
         full = np.asarray(self._env._env.unit_type_health)
         sight = np.asarray(self._env._env.unit_type_sight_ranges)
@@ -138,6 +140,7 @@ class SmaxEnv:
         return out
 
     def legal_actions(self) -> list[list[int]]:
+        """Per ally, jaxmarl's available actions as sorted indices."""
         avail = self._env.get_avail_actions(self._state)
         return [
             sorted(int(k) for k in np.nonzero(np.asarray(avail[f"ally_{i}"]))[0])
@@ -145,6 +148,7 @@ class SmaxEnv:
         ]
 
     def step(self, actions: list[int]) -> tuple[list[float], bool]:
+        """Execute one legal action per ally without jaxmarl's auto-reset, so the outcome stays readable."""
         check_actions(self, actions)
         self._key, sub = self._jax.random.split(self._key)
         acts = {f"ally_{i}": int(a) for i, a in enumerate(actions)}
@@ -156,6 +160,7 @@ class SmaxEnv:
         return [float(rewards[f"ally_{i}"]) for i in range(self.n_agents)], self._done
 
     def won(self) -> bool:
+        """True when the last step left every enemy dead."""
         return self._won
 
     def team_reward(self, rewards: list[float]) -> float:
@@ -163,6 +168,7 @@ class SmaxEnv:
         return float(rewards[0]) if rewards else 0.0
 
     def get_state(self) -> dict[str, Any]:
+        """Unit positions, alive flags, health and the step count: a JSON summary, not a restorable state."""
         a = self._arrays()
         return {
             "pos": a["pos"].round(3).tolist(),
@@ -172,6 +178,7 @@ class SmaxEnv:
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
+        """Always raises: a SMAX battle cannot be restored from its JSON summary."""
         raise NotImplementedError(
             "SMAX states cannot be restored from their JSON summary (the heuristic enemy and the jaxmarl "
             "pytree carry more); the offline GRPO rewards never need it, `return_reward=online` does."

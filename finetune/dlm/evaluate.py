@@ -36,7 +36,8 @@ class Policy(Protocol):
 
     def act(
         self, env_name: str, batch: list[tuple[dict[str, Any], list[int], int]]
-    ) -> list[str | int | None]: ...
+    ) -> list[str | int | None]:
+        """One proposal per item; the evaluation loop parses text and counts unparseable or illegal ones."""
 
 
 @dataclass
@@ -55,6 +56,7 @@ class EvalStats:
 
     @property
     def invalid_rate(self) -> float:
+        """Share of decisions that were unparseable or illegal (and so replaced by the fallback action)."""
         return (self.unparseable + self.illegal) / max(self.decisions, 1)
 
 
@@ -90,6 +92,7 @@ class LMPolicy:
     def act(
         self, env_name: str, batch: list[tuple[dict[str, Any], list[int], int]]
     ) -> list[str | int | None]:
+        """Greedy (optionally legality-constrained) decoded action text per item, memoised per prompt."""
         from finetune.dlm.decoding import generate_actions
 
         memo = self.cache["constrained" if self.constrained else "free"]

@@ -109,6 +109,7 @@ class ZeroAdvantageCounter:
         return round(float(logs["frac_reward_zero_std"]) * self.groups_per_step)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
+        """TRL callback: warn when every group of this step tied (the step moves the policy by the KL term only)."""
         if logs and "frac_reward_zero_std" in logs and self._zero_groups(logs) == self.groups_per_step:
             logger.warning(
                 "GRPO step %d: all %d groups have tied rewards (zero advantage); this step does not move the "

@@ -54,6 +54,7 @@ class ReturnModel:
 
     @torch.no_grad()
     def q_values(self, obs: dict[str, Any], legal: list[int]) -> np.ndarray:
+        """Q(o, a) for every action of the environment at this observation (illegal ones included)."""
         return self.net(self._inputs(obs, legal)).squeeze(-1).numpy()
 
     def advantage(self, obs: dict[str, Any], legal: list[int], action: int) -> float:
@@ -62,10 +63,12 @@ class ReturnModel:
         return float((q[action] - q[list(legal)].mean()) / self.scale)
 
     def save(self, path: str | Path) -> None:
+        """Save the network weights, environment name and scale to `path`."""
         torch.save({"env": self.env_name, "state": self.net.state_dict(), "scale": self.scale}, str(path))
 
     @classmethod
     def load(cls, path: str | Path, hidden: int = 64) -> ReturnModel:
+        """A return model saved by `save`; `hidden` must match the width it was trained with."""
         blob = torch.load(str(path), weights_only=True)
         net = _net(blob["state"]["0.weight"].shape[1], hidden)
         net.load_state_dict(blob["state"])

@@ -909,8 +909,11 @@ def train(
     batch = arith_batch if cfg.task == "arith" else lambda *a: handoff_batch(*a, arith)
     if bridge is not None:
         batch = lambda *a: bridge_batch(*a, sender, bridge)  # noqa: E731
+    from tqdm.auto import tqdm
+
     lm.model.train()
     lm.refresh_aligner()
+    bar = tqdm(total=end, initial=start, desc=f"train {cfg.name}", unit="step", dynamic_ncols=True)
     for step in range(start, end):
         for g, base_lr in zip(opt.param_groups, base_lrs):
             g["lr"] = base_lr * cfg.lr_factor(step)
@@ -923,6 +926,7 @@ def train(
         if cfg.builtin and (step + 1) % cfg.realign_every == 0:
             lm.refresh_aligner()  # the ridge map `load_model` derives from the embeddings, kept current
         window.setdefault(kind, []).append(float(loss.detach()))
+        bar.update(1)
         done = step + 1 == end or (cfg.max_minutes and time.perf_counter() - t0 > 60 * cfg.max_minutes)
         if (step + 1) % cfg.logging_steps == 0 or done:
             losses = [v for vs in window.values() for v in vs]
@@ -942,6 +946,7 @@ def train(
             if step + 1 < end:
                 logger.info("time budget (%s min) reached after step %d; stopping", cfg.max_minutes, step + 1)
             break
+    bar.close()
     lm.model.eval()
     lm.refresh_aligner()
     return lm, log, time.perf_counter() - t0

@@ -354,27 +354,71 @@ def _control_lines(rows: list[dict]) -> list[str]:
     return lines
 
 
-def _control_cells(m: dict, row: dict, main: dict | None) -> str:
-    """A control row's cells after its name, paired with the main cell's latent_mas on shared items."""
+def _control_pairs(m: dict, row: dict, main: dict | None) -> dict[str, str]:
+    """A control's accuracy and its pairings with the main cell's latent_mas and single on shared items."""
     from eval.report import paired_counts, wilson
 
-    acc = f"{m['accuracy']:.1%} [{m['ci_low']:.1%}, {m['ci_high']:.1%}]"
-    same, paired, vs_single = "main cell not run", "-", "-"
+    out = {"acc": f"{m['accuracy']:.1%} [{m['ci_low']:.1%}, {m['ci_high']:.1%}]"}
+    out |= {"same": "main cell not run", "paired": "-", "vs_single": "-"}
     if main and any(x["method"] == "single" for x in main["records"]):
         single = [x for x in main["records"] if x["method"] == "single"]
         pc = paired_counts(single + [{**x, "method": "control"} for x in row["records"]], "single", "control")
-        vs_single = f"{pc['only_single']} / {pc['only_control']}, p = {pc['p_mcnemar']:.3g}"
+        out["vs_single"] = f"{pc['only_single']} / {pc['only_control']}, p = {pc['p_mcnemar']:.3g}"
     if main:
         recs = [{**x, "method": "main"} for x in main["records"] if x["method"] == "latent_mas"]
         pc = paired_counts(recs + row["records"], "main", "latent_mas")
         k = pc["both_right"] + pc["only_main"]
         lo, hi = wilson(k, pc["n"]) if pc["n"] else (0.0, 0.0)
-        same = f"{k}/{pc['n']} = {k / max(pc['n'], 1):.1%} [{lo:.1%}, {hi:.1%}]"
-        paired = f"{pc['only_main']} / {pc['only_latent_mas']}, p = {pc['p_mcnemar']:.3g}"
+        out["same"] = f"{k}/{pc['n']} = {k / max(pc['n'], 1):.1%} [{lo:.1%}, {hi:.1%}]"
+        out["paired"] = f"{pc['only_main']} / {pc['only_latent_mas']}, p = {pc['p_mcnemar']:.3g}"
+    return out
+
+
+def _control_cells(m: dict, row: dict, main: dict | None) -> str:
+    """A control row's cells after its name, paired with the main cell's latent_mas on shared items."""
+    c = _control_pairs(m, row, main)
     return (
-        f"{m['n']} | {acc} | {same} | {m['output_tokens']:.0f} | {m['short_final_answers']} | "
-        f"{m.get('final_answers_at_budget', '-')} | {paired} | {vs_single} |"
+        f"{m['n']} | {c['acc']} | {c['same']} | {m['output_tokens']:.0f} | {m['short_final_answers']} | "
+        f"{m.get('final_answers_at_budget', '-')} | {c['paired']} | {c['vs_single']} |"
     )
+
+
+CONTROL_KINDS = (
+    "thoughts-random", "thoughts-other", "thoughts-mean", "steps-0", "steps-5", "steps-20", "steps-40",
+    "identity", "latent-view",
+)  # fmt: skip
+
+
+def _control_grid(rows: list[dict]) -> list[str]:
+    """The controls as BENCHMARKS.md quotes them: per main cell three lines (accuracy; paired with its
+    latent_mas; paired with its single), one column per control, '-' where a control has not run."""
+    by_name = {r["cell"]: r for r in rows}
+    mains = sorted(
+        {CELLS[r["cell"]].control_of for r in rows if r["cell"] in CELLS and CELLS[r["cell"]].control_of}
+    )
+    if not mains:
+        return []
+    lines = [
+        "| main cell | row | " + " | ".join(CONTROL_KINDS) + " |",
+        "|---|---|" + "---|" * len(CONTROL_KINDS),
+    ]
+    for main in mains:
+        pairs = {}
+        for kind in CONTROL_KINDS:
+            row = by_name.get(f"{main}-{kind}")
+            if row:
+                pairs[kind] = _control_pairs(row["methods"][0], row, by_name.get(main))
+                pairs[kind]["acc"] += f" (n {row['methods'][0]['n']})"
+            else:
+                pairs[kind] = {}
+        for key, label in (
+            ("acc", "accuracy [95% Wilson] (items)"),
+            ("paired", "only main latent_mas / only control, exact p"),
+            ("vs_single", "only main single / only control, exact p"),
+        ):
+            cells = [pairs[k].get(key, "-").replace(", p = ", ", p ") for k in CONTROL_KINDS]
+            lines.append(f"| {main} | {label} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def _plot(rows: list[dict], path: Path) -> None:
@@ -458,11 +502,12 @@ def quoted_table(payload: dict) -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     lines += [_verdict_row(r) for r in main] + ["", source]
-    controls = _control_lines(payload["cells"])
+    controls = _control_grid(payload["cells"])
     if controls:
         lines += [
             "",
-            "Controls on the main cells' items (latent_mas only; the steps sweep, thoughts replaced, realignment off):",
+            "Controls on the main cells' items (latent_mas only: thoughts replaced, the steps sweep, realignment off, "
+            "the final agent reading the thoughts only; tokens and answer shapes in the source):",
             "",
         ]
         lines += controls + ["", source]

@@ -12,13 +12,7 @@ Here:
 - code: the last fenced python block (else a `def` block), judged by `eval.sandbox.code_verdict`: the
   tests run in a judge process the candidate cannot write to, never in this process.
 
-Example:
-```python
-from eval.scoring import extract_boxed, math_equal
-
-assert extract_boxed(r"so \\boxed{\\frac{1}{2}}.") == r"\\frac{1}{2}"
-assert math_equal("0.5", r"\\dfrac{1}{2}")
-```
+The package docstring (`eval.scoring`) has a runnable example.
 """
 
 from __future__ import annotations

@@ -121,6 +121,35 @@ def test_control_cells_count_the_main_cell_on_the_controls_items_only():
     )  # against the main cell's single: only single a, b; only control d
 
 
+def test_control_grid_puts_each_control_in_its_column(monkeypatch):
+    """The quoted grid: one column per control kind in CONTROL_KINDS order, '-' where one has not run, and
+    the pairings of the control that did run in its own column."""
+    qt = _load()
+    main = qt.Cell("builtin:arith-mini", "arith")
+    ctrl = qt.Cell("builtin:arith-mini", "arith", methods="latent_mas", control_of="toy")
+    monkeypatch.setattr(qt, "CELLS", {"toy": main, "toy-steps-5": ctrl})
+
+    def recs(method, outcomes):
+        return [{"item_id": i, "method": method, "correct": c} for i, c in outcomes.items()]
+
+    rows = [
+        {"cell": "toy", "records": recs("latent_mas", {"a": 1, "b": 0}) + recs("single", {"a": 1, "b": 1})},
+        {
+            "cell": "toy-steps-5",
+            "records": recs("latent_mas", {"a": 0, "b": 0}),
+            "methods": [{"n": 2, "accuracy": 0.0, "ci_low": 0.0, "ci_high": 0.66}],
+        },
+    ]
+    lines = qt._control_grid(rows)
+    assert len(lines) == 5  # header, rule, three rows for the one main cell
+    col = qt.CONTROL_KINDS.index("steps-5") + 2
+    acc, vs_main, vs_single = ([c.strip() for c in line.strip("|").split("|")] for line in lines[2:])
+    assert acc[col] == "0.0% [0.0%, 66.0%] (n 2)"
+    assert vs_main[col].startswith("1 / 0, p ")  # only the main latent_mas: a
+    assert vs_single[col].startswith("2 / 0, p ")  # only single: a, b
+    assert all(acc[i] == "-" for i in range(2, len(acc)) if i != col)
+
+
 def test_exact_mcnemar_equals_scipys_two_sided_binomial_test():
     from scipy.stats import binomtest
 

@@ -833,6 +833,8 @@ def prepare(cfg: ThoughtChannelConfig, lm: LatentModel):
         return lm, [{"params": list(lm.model.parameters()), "lr": cfg.lr}]
     from peft import LoraConfig, get_peft_model
 
+    from latent.loading import peft_warnings_silenced
+
     for p in lm.model.parameters():
         p.requires_grad_(False)
     if cfg.sender and cfg.trainable != "lora":
@@ -845,7 +847,8 @@ def prepare(cfg: ThoughtChannelConfig, lm: LatentModel):
         target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
         lora_dropout=0.0,
     )
-    net = get_peft_model(lm.model, lora)
+    with peft_warnings_silenced():
+        net = get_peft_model(lm.model, lora)
     groups = [{"params": [p for p in net.parameters() if p.requires_grad], "lr": cfg.lr}]
     if cfg.sender:  # the receiver only reads: its aligner is never used
         return LatentModel(net, lm.tokenizer), groups

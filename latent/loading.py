@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
 
@@ -177,6 +180,15 @@ def _device(device: str | torch.device | None) -> torch.device:
     return dev
 
 
+@contextmanager
+def peft_warnings_silenced() -> Iterator[None]:
+    """peft reads transformers' deprecated `is_gradient_checkpointing` when it wraps a model: a
+    FutureWarning about the two libraries, not about the user's call, so it is not shown."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        yield
+
+
 def _load_adapter(path: str, kwargs: dict):
     """A PEFT adapter directory applied to its base, the base found by the name the adapter records (a
     pulled or `builtin:` name, a hub id or a path), so a trained channel loads wherever its base is."""
@@ -184,7 +196,8 @@ def _load_adapter(path: str, kwargs: dict):
     from transformers import AutoModelForCausalLM
 
     base = resolve_model_path(PeftConfig.from_pretrained(path).base_model_name_or_path)
-    return PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base, **kwargs), path)
+    with peft_warnings_silenced():
+        return PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base, **kwargs), path)
 
 
 def load_model(

@@ -94,6 +94,12 @@ class ThoughtChannelConfig:
     )
     seed: int = _f(0, "seeds the data, the initialisation and the controls")
     threads: int = _f(1, "torch CPU threads")
+    autocast: str = _f(
+        "none",
+        "none, or bfloat16: training forward passes under torch.autocast (matmuls in bf16; weights, optimizer "
+        "and held-out evaluation stay float32). Several times faster on CPUs with bf16 instructions",
+        choices=("none", "bfloat16"),
+    )
     context_length: int = _f(0, "raise the model's max_position_embeddings to this (RoPE; 0 = keep)")
     chat_template: str = _f("", "chat template for a base without one (gemma, chatml or a Jinja file); saved")
     # What is trained
@@ -921,7 +927,8 @@ def train(
         for g, base_lr in zip(opt.param_groups, base_lrs):
             g["lr"] = base_lr * cfg.lr_factor(step)
         rng = random.Random(f"channel|{cfg.seed}|{step}")  # per step, so a resumed run draws the same batches
-        kind, loss, parts = batch(cfg, lm, step, rng)
+        with torch.autocast(lm.device.type, dtype=torch.bfloat16, enabled=cfg.autocast == "bfloat16"):
+            kind, loss, parts = batch(cfg, lm, step, rng)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         nn.utils.clip_grad_norm_([p for g in groups for p in g["params"]], 1.0)

@@ -325,3 +325,32 @@ def test_a_resumed_run_ends_where_an_unbroken_one_does(llama, tmp_path):
     )
     assert [e["step"] for e in log] == [1, 2, 3, 4]  # the checkpoint's log, then the resumed steps
     torch.testing.assert_close(_thoughts(again), _thoughts(whole), rtol=1e-4, atol=1e-5)
+
+
+def test_autocast_bfloat16_runs_matmuls_in_bf16_and_keeps_float32_weights(llama, tmp_path):
+    """`autocast: bfloat16` trains with bf16 matmuls (seen in a projection's output) on every batch kind,
+    with finite losses, float32 weights and aligner, and float32 thoughts once trained."""
+    lm = load_model(llama.model.name_or_path)
+    seen: set[torch.dtype] = set()
+    proj = next(m for n, m in lm.model.named_modules() if n.endswith("q_proj"))
+    handle = proj.register_forward_hook(lambda mod, inp, out: seen.add(out.dtype))
+    cfg = tc.ThoughtChannelConfig(
+        base=llama.model.name_or_path,
+        levels=["relay"],
+        max_steps=4,
+        batch_size=2,
+        latent_curriculum=[2],
+        latent_steps=2,
+        text_until=0.5,
+        oracle_frac=0.5,
+        logging_steps=1,
+        eval_n=0,
+        autocast="bfloat16",
+        out_dir=str(tmp_path / "run"),
+    )
+    trained, log, _ = tc.train(cfg, lm)
+    handle.remove()
+    assert torch.bfloat16 in seen
+    assert all(math.isfinite(e["loss"]) for e in log) and len(log) == 4
+    assert all(p.dtype == torch.float32 for p in trained.model.parameters())
+    assert _thoughts(trained).dtype == torch.float32

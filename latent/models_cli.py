@@ -173,13 +173,14 @@ def _list(as_json: bool) -> int:
     if as_json:
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"{'name':<29} {'status':<11} {'params':>8} {'dtype':<9} {'download':>9}  path / pull command")
+    w = max(len(r["name"]) for r in rows) if rows else 4
+    print(f"{'name':<{w}} {'status':<11} {'params':>8} {'dtype':<9} {'download':>9}  path / pull command")
     for r in rows:
-        params = f"{r['params'] / 1e6:.1f}M" if r["params"] else "?"
+        params = f"{r['params'] / 1e6:.1f}M" if r["params"] else ("adapter" if r.get("base") else "?")
         where = r["path"] or f"latentworks models pull {r['name']}"
         where += f"  (on {r['base']})" if r.get("base") else ""
         dtype = r.get("dtype") or "-"
         size = f"{r['size_bytes'] / 2**20:>8.1f}M"
-        print(f"{r['name']:<29} {r['status']:<11} {params:>8} {dtype:<9} {size:>9}  {where}")
+        print(f"{r['name']:<{w}} {r['status']:<11} {params:>8} {dtype:<9} {size:>9}  {where}")
     print(f"\ncache: {cache_dir() / 'models'} (set LATENTWORKS_CACHE to move it)")
     return 0

@@ -59,8 +59,12 @@ def span(values) -> str:
 
 V8 = ("handoff_v8_relay", "handoff_v8_pick", "handoff_v8_sum")
 CONTROLS = ("latent_only_random", "latent_only_other", "latent_only_const")
-SMOL = ("handoff_smollm2reader_relay", "handoff_smollm2reader_pick")
-SMOL_ALT = ("handoff_smollm2reader_alt_relay", "handoff_smollm2reader_alt_pick")
+SMOL = ("handoff_retrained/smollm2_relay", "handoff_retrained/smollm2_pick")  # the shipped channel
+SMOL_ALT = ("handoff_retrained/smollm2_otherwording_relay", "handoff_retrained/smollm2_otherwording_pick")
+WORDS_ALT = (  # the shipped many-wordings channel on the same other-wording files
+    "handoff_retrained/smollm2wordings_otherwording_relay",
+    "handoff_retrained/smollm2wordings_otherwording_pick",
+)
 
 
 def v8_claims() -> list[tuple[str, str, str]]:
@@ -103,21 +107,24 @@ def v8_claims() -> list[tuple[str, str, str]]:
 
 
 def smollm2_claims() -> list[tuple[str, str, str]]:
-    """The SmolLM2 hand-off channel after `finetune mas --task handoff` (64 held-out items per level)."""
+    """The shipped SmolLM2 hand-off channels, retrained from their recipes (64 held-out items per level)."""
     relay, pick = (correct(n, "latent_only") for n in SMOL)
     alt_relay, alt_pick = (correct(n, "latent_only") for n in SMOL_ALT)
+    w_relay, w_pick = (correct(n, "latent_only") for n in WORDS_ALT)
     controls = span(correct(n, row) for n in SMOL for row in CONTROLS)
     all_controls = max(correct(n, row) for n in SMOL + SMOL_ALT for row in CONTROLS)
     pct = lambda k: f"{100 * k / 64:.0f}%"  # noqa: E731 - docs/handoff.md rounds to whole percents
     return [
         (
             "README.md",
-            f"SmolLM2-135M-Instruct after `latentworks finetune mas --task handoff` {relay}/64 relay, {pick}/64 pick",
+            f"the shipped SmolLM2-135M-Instruct channel {relay}/64 relay, {pick}/64 pick (its many-wordings sibling "
+            f"{w_relay}/64, {w_pick}/64 in other words)",
             "What it means: the SmolLM2 hand-off",
         ),
         (
             "BENCHMARKS.md",
-            f"relay latent_only {relay}/64, pick {pick}/64, controls {controls}/64; other wording {alt_relay}/64, {alt_pick}/64",
+            f"relay latent_only {relay}/64, pick {pick}/64, controls {controls}/64; files in other words "
+            f"{alt_relay}/64, {alt_pick}/64 (many-wordings recipe: {w_relay}/64, {w_pick}/64)",
             "summary row: hand-off, SmolLM2",
         ),
         (
@@ -125,6 +132,11 @@ def smollm2_claims() -> list[tuple[str, str, str]]:
             f"pick `latent_only` {pct(relay)} / {pct(pick)} on held-out items, other wording relay {pct(alt_relay)}, "
             f"pick {pct(alt_pick)}, controls 0-{pct(all_controls)}",
             "the recipes bullet",
+        ),
+        (
+            "docs/handoff.md",
+            f"(other wording relay {pct(w_relay)}, pick {pct(w_pick)}",
+            "the recipes bullet, many wordings",
         ),
     ]
 
@@ -362,6 +374,7 @@ def real_model_rows() -> list[tuple[str, str]]:
             f"{correct('handoff_smollm2_relay', row)}/64",
             *(f"{correct(n, row)}/64" for n in SMOL),
             " / ".join(f"{correct(n, row)}/64" for n in SMOL_ALT),
+            " / ".join(f"{correct(n, row)}/64" for n in WORDS_ALT),
             f"{correct('handoff_gemma3_relay', row)}/64",
             f"{correct('handoff_gemma3ft_relay', row)}/64",
         ]

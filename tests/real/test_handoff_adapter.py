@@ -1,5 +1,5 @@
-"""The shipped SmolLM2 hand-off channel (`latent/builtin_models/smollm2-135m-instruct-handoff/`): listed with
-its base, loaded by name on a fresh cache that holds only the pulled base, and its thoughts carry the
+"""The shipped SmolLM2 hand-off channels (`latent/builtin_models/smollm2-135m-instruct-handoff/` and its
+`-wordings` sibling, trained on many wordings): each listed with its base, loaded by name on a fresh cache that holds only the pulled base, and its thoughts carry the
 relay shares as its card says (the card's held-out relay rows, re-run here, within their intervals)."""
 
 from __future__ import annotations
@@ -10,22 +10,24 @@ import pytest
 
 from tests.real.conftest import pulled_model
 
-NAME = "smollm2-135m-instruct-handoff"
+NAMES = ["smollm2-135m-instruct-handoff", "smollm2-135m-instruct-handoff-wordings"]
 
 
-@pytest.fixture(scope="module")
-def shipped():
+@pytest.fixture(scope="module", params=NAMES)
+def shipped(request):
     """The shipped adapter's catalogue entry, or a skip saying it is not in this checkout."""
     from latent.catalogue import list_adapters
 
-    found = [a for a in list_adapters() if a.name == NAME and a.where == "shipped"]
+    name = request.param
+
+    found = [a for a in list_adapters() if a.name == name and a.where == "shipped"]
     if not found:
         pytest.skip(
-            f"{NAME} is not shipped in this checkout (no latent/builtin_models/{NAME}/adapter_config.json); "
-            f"its recipe retrains it: latentworks finetune mas --config finetune/recipes/{NAME}.yaml"
+            f"{name} is not shipped in this checkout (no latent/builtin_models/{name}/adapter_config.json); "
+            f"its recipe retrains it: latentworks finetune mas --config finetune/recipes/{name}.yaml"
         )
     if not found[0].card.get("eval_after", {}).get("relay"):
-        pytest.fail(f"the shipped {NAME} has no card with held-out relay rows (card.json, eval_after.relay)")
+        pytest.fail(f"the shipped {name} has no card with held-out relay rows (card.json, eval_after.relay)")
     return found[0]
 
 
@@ -59,10 +61,11 @@ def test_the_shipped_channel_lists_with_its_base_and_loads_by_name(shipped, fres
     from latentworks.cli import main
 
     assert main(["models", "list", "--json"]) == 0
-    row = next(r for r in json.loads(capsys.readouterr().out) if r["name"] == NAME)
+    name = shipped.name
+    row = next(r for r in json.loads(capsys.readouterr().out) if r["name"] == name)
     assert row["kind"] == "adapter" and row["status"] == "shipped" and row["base"] == shipped.card["base"]
-    assert resolve_model_path(NAME) == str(shipped.path)
-    trained, base = load_model(NAME, device="cpu"), load_model(shipped.base, device="cpu")
+    assert resolve_model_path(name) == str(shipped.path)
+    trained, base = load_model(name, device="cpu"), load_model(shipped.base, device="cpu")
     k = shipped.card["latent_steps"]
 
     def thoughts(lm):
@@ -87,7 +90,7 @@ def test_the_shipped_channel_reproduces_its_cards_relay_rows(shipped, fresh_cach
     cell = shipped.card["eval_after"]["relay"][row]
     items = th.make_items("relay", cell["n"], "test", 0)
     got = run_row(
-        load_model(NAME, device="cpu"), items, row, shipped.card["latent_steps"], MAX_NEW_TOKENS, 16
+        load_model(shipped.name, device="cpu"), items, row, shipped.card["latent_steps"], MAX_NEW_TOKENS, 16
     )
     lo, hi = wilson(cell["correct"], cell["n"])
     assert lo <= got.correct / got.n <= hi, (row, got.correct, cell)

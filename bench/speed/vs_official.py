@@ -158,16 +158,22 @@ def _timed(fn):
     return time.perf_counter() - t0, out
 
 
+def _timed_pair(official_fn, ours_fn, ours_first: bool) -> tuple[float, float, object, object]:
+    """Both sides once, in the order given: (official s, our s, official out, our out)."""
+    if ours_first:
+        b, out_ours = _timed(ours_fn)
+        a, out_off = _timed(official_fn)
+    else:
+        a, out_off = _timed(official_fn)
+        b, out_ours = _timed(ours_fn)
+    return a, b, out_off, out_ours
+
+
 def _interleaved(official_fn, ours_fn, repeats: int) -> tuple[list[float], list[float], object, object]:
     """Seconds of each side per repetition, ABAB with the order swapped every repetition."""
     t_off, t_ours, out_off, out_ours = [], [], None, None
     for r in range(repeats):
-        if r % 2 == 0:
-            a, out_off = _timed(official_fn)
-            b, out_ours = _timed(ours_fn)
-        else:
-            b, out_ours = _timed(ours_fn)
-            a, out_off = _timed(official_fn)
+        a, b, out_off, out_ours = _timed_pair(official_fn, ours_fn, ours_first=r % 2 == 1)
         t_off.append(a)
         t_ours.append(b)
     return t_off, t_ours, out_off, out_ours
@@ -386,12 +392,7 @@ def end_to_end(
         def ours(questions=q_ours):
             return agents.run("sequential", m, questions, config=cfg)
 
-        if c % 2 == 0:
-            a, out_off = _timed(official)
-            b, out_ours = _timed(ours)
-        else:
-            b, out_ours = _timed(ours)
-            a, out_off = _timed(official)
+        a, b, out_off, out_ours = _timed_pair(official, ours, ours_first=c % 2 == 1)
         t_off.append(a)
         t_ours.append(b)
         texts_off.extend(out_off)

@@ -1020,7 +1020,11 @@ def train_stages(stages: list[ThoughtChannelConfig], command: str = "") -> dict:
     torch.set_num_threads(stages[0].threads)
     first, last = stages[0], stages[-1]
     before = {}
-    if last.eval_n:
+    # the base's held-out table is kept beside the checkpoints, so a resumed run does not evaluate it again
+    saved_before = Path(first.out_dir) / "eval_before.json"
+    if last.eval_n and first.resume and saved_before.is_file():
+        before = json.loads(saved_before.read_text())
+    elif last.eval_n:
         base = load_base(first)
         if first.sender:  # a bridge: before training, the ridge-initialised bridge between the two models
             from eval.tasks.handoff_rows import Pair
@@ -1029,6 +1033,9 @@ def train_stages(stages: list[ThoughtChannelConfig], command: str = "") -> dict:
             before = report.evaluate(first, base, Pair(*setup(first, base)))
         else:
             before = report.evaluate(first, base)
+        del base
+        saved_before.parent.mkdir(parents=True, exist_ok=True)
+        saved_before.write_text(json.dumps(before, indent=2))
     done = []
     for cfg in stages:
         Path(cfg.out_dir).mkdir(parents=True, exist_ok=True)

@@ -5,6 +5,7 @@ recipe runs a few steps on a tiny model; `finetune mas --task handoff` trains an
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -354,3 +355,26 @@ def test_autocast_bfloat16_runs_matmuls_in_bf16_and_keeps_float32_weights(llama,
     assert all(math.isfinite(e["loss"]) for e in log) and len(log) == 4
     assert all(p.dtype == torch.float32 for p in trained.model.parameters())
     assert _thoughts(trained).dtype == torch.float32
+
+
+def test_a_resumed_run_reads_the_base_evaluation_it_saved(llama, tmp_path, monkeypatch):
+    """The held-out table of the base is computed once: a resumed run reads it from out_dir instead of
+    evaluating the base again (on a real model that is an hour of work per resume)."""
+    from finetune import channel_report
+
+    calls = []
+    evaluate = channel_report.evaluate
+
+    def counting(*args, **kwargs):
+        calls.append(args[0].name)
+        return evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(channel_report, "evaluate", counting)
+    cfg = _arith(
+        tmp_path / "run", base=llama.model.name_or_path, export_dir=str(tmp_path / "out"), eval_n=2, max_steps=1
+    )
+    first = tc.train_stages([cfg])
+    assert len(calls) == 2 and (tmp_path / "run" / "eval_before.json").is_file()  # before and after
+    again = tc.train_stages([dataclasses.replace(cfg, resume=True)])
+    assert len(calls) == 3  # only the trained model's table again
+    assert again["eval_before"] == first["eval_before"]

@@ -371,7 +371,11 @@ def test_a_resumed_run_reads_the_base_evaluation_it_saved(llama, tmp_path, monke
 
     monkeypatch.setattr(channel_report, "evaluate", counting)
     cfg = _arith(
-        tmp_path / "run", base=llama.model.name_or_path, export_dir=str(tmp_path / "out"), eval_n=2, max_steps=1
+        tmp_path / "run",
+        base=llama.model.name_or_path,
+        export_dir=str(tmp_path / "out"),
+        eval_n=2,
+        max_steps=1,
     )
     first = tc.train_stages([cfg])
     assert len(calls) == 2 and (tmp_path / "run" / "eval_before.json").is_file()  # before and after

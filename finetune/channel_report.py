@@ -6,6 +6,7 @@ trainer imports this module)."""
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from eval.report import wilson
 from eval.tasks import handoff as th
 from finetune.model_card import LOSS_CURVE, card_markdown, write_model_card
+from latent.catalogue import BUILTIN_DIR, BUILTIN_PREFIX
 
 if TYPE_CHECKING:
     from eval.tasks.handoff_rows import Pair
@@ -75,6 +77,18 @@ def evaluate(cfg: Any, lm: LatentModel, pair: Pair | None = None) -> dict:
                 "wall_s": time.perf_counter() - t0,
             }
     return out
+
+
+def param_count(model_dir: Path) -> int:
+    """Parameters in a saved model's safetensors files, read from their headers (no weights load)."""
+    from safetensors import safe_open
+
+    total = 0
+    for file in sorted(Path(model_dir).glob("*.safetensors")):
+        with safe_open(str(file), "pt") as f:
+            for key in f.keys():  # noqa: SIM118 (safe_open has no __iter__)
+                total += math.prod(f.get_slice(key).get_shape())
+    return total
 
 
 def solver_accuracy(model_path: str, seed: int = 2024, n_per_steps: int = 256) -> dict:
@@ -187,9 +201,12 @@ def write_card(cfg: Any, stages: list[dict], before: dict, command: str) -> dict
         "transformers_version": transformers.__version__,
         "torch_version": torch.__version__,
     }
+    if card["solver"]:  # what `latentworks models list` shows for a built-in model
+        card |= {"params": param_count(path), "heldout_accuracy": card["solver"]["acc"]}
     kind = "every weight" if cfg.builtin else f"a LoRA (r {cfg.lora_r}) and a {cfg.aligner} aligner"
+    shipped = path.resolve().parent == BUILTIN_DIR.resolve()
     load = (
-        f"`load_model({str(path)!r})`"
+        (f'`load_model("{BUILTIN_PREFIX}{path.name}")`' if shipped else f"`load_model({str(path)!r})`")
         if cfg.builtin
         else f'`load_model("{cfg.name}")` (its base must be pulled)'
     )

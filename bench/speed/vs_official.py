@@ -67,6 +67,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
+from chunk_log import ChunkLog, ChunkLogError  # noqa: E402
+
 from latent.args import add_config_arguments, config_from_args, run_script  # noqa: E402
 
 # --task: the project's task name of each benchmark, and the official `args.task` value that makes its
@@ -344,10 +346,12 @@ def end_to_end(
     questions_ours: list[str] | None = None,
     questions_official: list[str] | None = None,
     verdict_official=None,
+    log: ChunkLog | None = None,
 ) -> dict:
     """The sequential graph on every item, chunk by chunk, the two sides interleaved per chunk. Ours reads
     `questions_ours` (default: the items' questions), the official side `questions_official` (default: the
-    same); the official texts are judged by `verdict_official(item, text)` (default: `eval.scoring.score`)."""
+    same); the official texts are judged by `verdict_official(item, text)` (default: `eval.scoring.score`).
+    With `log`, finished chunks are stored as they end and a resumed run reads them instead of rerunning."""
     from official_adapter import greedy
 
     import agents
@@ -374,7 +378,7 @@ def end_to_end(
     cfg = RunConfig(
         method="latent_mas", latent_steps=steps, max_new_tokens=max_new, batch_size=batch, threads=None
     )
-    t_off, t_ours, texts_off, texts_ours, tok_ours = [], [], [], [], []
+    t_off, t_ours, texts_off, texts_ours, tok_ours, tok_off = [], [], [], [], [], 0
     starts = range(0, len(items), batch)
     chunks = [
         (items[i : i + batch], questions_ours[i : i + batch], questions_official[i : i + batch])
@@ -383,22 +387,42 @@ def end_to_end(
     # the official code prints a few lines per code item (its test runner's message): kept out of the log
     quiet = (lambda: redirect_stdout(io.StringIO())) if TASKS[task] == "humaneval" else nullcontext
     for c, (chunk, q_ours, q_off) in enumerate(chunks):
-        rows = [{"question": q, "gold": it.tests or it.gold, "solution": ""} for it, q in zip(chunk, q_off)]
+        key = f"batch {batch}, items {c * batch}-{c * batch + len(chunk) - 1}"
+        rec = log.get(key) if log else None
+        if rec is None:
+            rows = [
+                {"question": q, "gold": it.tests or it.gold, "solution": ""} for it, q in zip(chunk, q_off)
+            ]
 
-        def official(rows=rows):
-            with quiet():
-                return [r["raw_prediction"] for r in method.run_batch(rows)]
+            def official(rows=rows):
+                with quiet():
+                    return [r["raw_prediction"] for r in method.run_batch(rows)]
 
-        def ours(questions=q_ours):
-            return agents.run("sequential", m, questions, config=cfg)
+            def ours(questions=q_ours):
+                return agents.run("sequential", m, questions, config=cfg)
 
-        a, b, out_off, out_ours = _timed_pair(official, ours, ours_first=c % 2 == 1)
-        t_off.append(a)
-        t_ours.append(b)
-        texts_off.extend(out_off)
-        texts_ours.extend(r.text for r in out_ours)
-        tok_ours.extend(r.output_tokens for r in out_ours)
-        print(f"  batch {batch}: chunk {c + 1}/{len(chunks)} official {a:.1f} s, ours {b:.1f} s", flush=True)
+            seen = len(counts)
+            a, b, out_off, out_ours = _timed_pair(official, ours, ours_first=c % 2 == 1)
+            rec = {
+                "official_s": a,
+                "ours_s": b,
+                "texts_official": out_off,
+                "texts_ours": [r.text for r in out_ours],
+                "tokens_ours": [r.output_tokens for r in out_ours],
+                "tokens_official": sum(counts[seen:]),
+            }
+            if log:
+                log.add(key, rec)
+            done = f"official {a:.1f} s, ours {b:.1f} s"
+        else:
+            done = f"read from {log.path} (official {rec['official_s']:.1f} s, ours {rec['ours_s']:.1f} s)"
+        t_off.append(rec["official_s"])
+        t_ours.append(rec["ours_s"])
+        texts_off.extend(rec["texts_official"])
+        texts_ours.extend(rec["texts_ours"])
+        tok_ours.extend(rec["tokens_ours"])
+        tok_off += rec["tokens_official"]
+        print(f"  batch {batch}: chunk {c + 1}/{len(chunks)} {done}", flush=True)
     correct_off = [verdict_official(it, t).correct for it, t in zip(items, texts_off)]
     correct_ours = [score(it, t).correct for it, t in zip(items, texts_ours)]
     same = sum(a == b for a, b in zip(texts_off, texts_ours))
@@ -409,7 +433,7 @@ def end_to_end(
         "ours_s": sum(t_ours),
         "ratio_total": sum(t_off) / sum(t_ours),
         "ratio": _ratio_summary([a / b for a, b in zip(t_off, t_ours)]),
-        "tokens_official": sum(counts),
+        "tokens_official": tok_off,
         "tokens_ours": sum(tok_ours),
         "acc_official": sum(correct_off) / len(items),
         "acc_ours": sum(correct_ours) / len(items),
@@ -525,7 +549,21 @@ class VsOfficialBench:
         },
     )
     threads: int = field(default=1, metadata={"help": "torch CPU threads"})
-    json: str | None = field(default=None, metadata={"help": "write the ratios (and details) here"})
+    json: str | None = field(
+        default=None,
+        metadata={
+            "help": "write the ratios (and details) here; the end-to-end chunks go to <json>.chunks.jsonl as "
+            "each one ends"
+        },
+    )
+    resume: bool = field(
+        default=False,
+        metadata={
+            "switch": True,
+            "help": "go on with the end-to-end chunks already in <json>.chunks.jsonl (same settings; more "
+            "--questions adds chunks)",
+        },
+    )
 
 
 def run(ns: argparse.Namespace) -> int:
@@ -543,6 +581,31 @@ def run(ns: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.resume and not args.json:
+        print(
+            "vs_official: `--resume` goes on with <json>.chunks.jsonl: pass the run's --json", file=sys.stderr
+        )
+        return 2
+    log = None
+    if args.json and not args.skip_e2e:
+        settings = {
+            k: getattr(args, k)
+            for k in (
+                "model",
+                "task",
+                "prompts",
+                "steps",
+                "max_new_tokens",
+                "realign",
+                "shared_solve",
+                "threads",
+            )
+        } | {"dtype": args.dtype, "official_dtype": args.official_dtype or args.dtype}
+        try:
+            log = ChunkLog(f"{args.json}.chunks.jsonl", settings, args.resume)
+        except ChunkLogError as err:
+            print(f"vs_official: {err}", file=sys.stderr)
+            return 2
     from official_adapter import check_official_dir
 
     try:
@@ -682,6 +745,7 @@ def run(ns: argparse.Namespace) -> int:
                 questions_ours=ours_q[:n_q],
                 questions_official=off_q[:n_q],
                 verdict_official=verdict,
+                log=log,
             )
             out[f"e2e_b{b}"] = r
             _write_json(args.json, out)

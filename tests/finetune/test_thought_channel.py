@@ -382,3 +382,13 @@ def test_a_resumed_run_reads_the_base_evaluation_it_saved(llama, tmp_path, monke
     again = tc.train_stages([dataclasses.replace(cfg, resume=True)])
     assert len(calls) == 3  # only the trained model's table again
     assert again["eval_before"] == first["eval_before"]
+
+
+def test_a_built_in_card_counts_parameters_from_the_saved_weights(tmp_path):
+    """`models list` reads `params` from a built-in model's card; the card counts them from the saved
+    safetensors headers, and the count equals the loaded model's."""
+    from finetune.channel_report import param_count
+    from latent.testing import tiny_model
+
+    lm = tiny_model("llama", tmp_path / "m", hidden_size=32)
+    assert param_count(tmp_path / "m") == sum(p.numel() for p in lm.model.parameters())

@@ -172,3 +172,71 @@ def test_official_questions_come_from_the_official_loader():
     assert prompt in q and "```python" in q and q != prompt
     math = Item("q1", "  How many apples?\n", "3", "math")
     assert vs.official_questions(root, [math], "gsm") == ["How many apples?"]
+
+
+class _FakeOfficial:
+    """Stands in for the official modules in the end-to-end loop: its method answers each row with a fixed
+    text and counts how many rows it was asked (so a resumed run that reran a chunk is seen)."""
+
+    def __init__(self, fail: bool = False):
+        import types
+
+        self.rows = 0
+        fake = self
+
+        class Method:
+            def __init__(self, *args, **kwargs):
+                pass
+
+            def run_batch(self, rows):
+                if fail:
+                    raise AssertionError("a stored chunk ran again")
+                fake.rows += len(rows)
+                return [{"raw_prediction": "\\boxed{3}"} for _ in rows]
+
+        self.latent_mas = types.SimpleNamespace(LatentMASMethod=Method)
+        self.wrapper = types.SimpleNamespace(
+            model=types.SimpleNamespace(generate=None), tokenizer=types.SimpleNamespace(eos_token_id=0)
+        )
+
+
+def test_end_to_end_chunks_resume_from_their_log(llama, tmp_path):
+    """Each finished chunk is stored as it ends; a resumed run reads the stored chunks (the official side is
+    not asked again) and ends with the same texts, times and counts; more questions add only new chunks."""
+    from eval.tasks import Item
+
+    vs = _load("vs_official")
+    items = [Item(f"q{i}", f"What is {i} + 1?", str(i + 1), "math") for i in range(4)]
+    settings = {"model": "tiny", "dtype": "float32"}
+    path = tmp_path / "run.json.chunks.jsonl"
+    first = _FakeOfficial()
+    kw = dict(batch=2, steps=1, max_new=4, task="gsm")
+    a = vs.end_to_end(first, first.wrapper, llama, items[:2], log=vs.ChunkLog(path, settings, False), **kw)
+    assert first.rows == 2 and len(path.read_text().splitlines()) == 2  # settings line + one chunk
+    again = _FakeOfficial(fail=True)
+    b = vs.end_to_end(again, again.wrapper, llama, items[:2], log=vs.ChunkLog(path, settings, True), **kw)
+    assert {k: b[k] for k in a if k != "ratio"} == {k: a[k] for k in a if k != "ratio"}
+    more = _FakeOfficial()
+    c = vs.end_to_end(more, more.wrapper, llama, items, log=vs.ChunkLog(path, settings, True), **kw)
+    assert more.rows == 2 and c["items"] == 4 and c["texts_ours"][:2] == a["texts_ours"]
+
+
+def test_a_chunk_log_refuses_what_it_cannot_resume_and_skips_a_torn_line(tmp_path):
+    from chunk_log import ChunkLog, ChunkLogError
+
+    path = tmp_path / "c.jsonl"
+    log = ChunkLog(path, {"dtype": "float32"}, resume=False)
+    assert not path.exists()  # nothing is written before a chunk ends
+    log.add("a", {"x": 1})
+    with pytest.raises(ChunkLogError, match="--resume"):
+        ChunkLog(path, {"dtype": "float32"}, resume=False)
+    with pytest.raises(ChunkLogError, match=r"other settings \(dtype\)"):
+        ChunkLog(path, {"dtype": "bfloat16"}, resume=True)
+    with path.open("a") as fh:
+        fh.write('{"chunk": "b", "x"')  # killed mid-write
+    assert set(ChunkLog(path, {"dtype": "float32"}, resume=True).done) == {"a"}
+
+
+def test_resume_without_json_is_refused_before_anything_loads(capsys):
+    assert _load("vs_official").main(["--resume", "--official", "/nonexistent"]) == 2
+    assert "--json" in capsys.readouterr().err

@@ -17,8 +17,9 @@ from pathlib import Path
 from agents.config import DEFAULT_THINKING_BUDGET, METHODS, RunConfig
 
 DTYPES = ("float32", "bfloat16", "float16")
+# latent.realign.REALIGN, restated so that `--help` imports no torch (a test keeps them equal)
+REALIGN = ("ridge", "identity", "soft")
 DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
-REALIGN = ("ridge", "identity")
 _DTYPE_ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "half": "float16"}
 GENERATED_TASKS = ("arith", "rg:")  # tasks made by a generator: `data` has no meaning for them
 # Fields that define a run: a resumed run must agree on all of them (the rest only change speed).
@@ -100,7 +101,8 @@ class EvalConfig:
         default="ridge",
         metadata={
             "help": "latent thoughts' realignment: ridge (the least-squares map from output to input "
-            "embeddings, then the norm rescale) or identity (the norm rescale only)",
+            "embeddings, then the norm rescale), identity (the norm rescale only) or soft (the input embedding "
+            "averaged over the thought's next-token distribution; not the paper's method)",
             "choices": list(REALIGN),
         },
     )

@@ -25,7 +25,7 @@ from latent.catalogue import (  # noqa: F401  (re-exported: latent.loading was t
     pulled_path,
 )
 from latent.model import LatentModel
-from latent.realign import Aligner
+from latent.realign import REALIGN_METHODS, Aligner
 
 logger = logging.getLogger(__name__)
 
@@ -221,8 +221,9 @@ def load_model(
             fp32 on CPU, the checkpoint's dtype on CUDA. float16 on a CPU loads with a warning: it runs
             several times slower there than float32.
         device (`str`, *optional*): "cpu", "cuda", "cuda:1"; default CUDA when available.
-        realign (`str` or callable, defaults to "ridge"): "ridge", "identity", your own aligner (e.g. a
-            trained `TrainableAligner`), or the path of an aligner file written by `TrainableAligner.save`.
+        realign (`str` or callable, defaults to "ridge"): "ridge", "identity", "soft" (soft-token thoughts,
+            not the paper's: `latent.realign.SoftTokenAligner`), your own aligner (e.g. a trained
+            `TrainableAligner`), or the path of an aligner file written by `TrainableAligner.save`.
         attn_implementation (`str`, *optional*): "sdpa" (transformers' default), "eager",
             "flash_attention_2", ...; checked before the weights load (flash attention cannot take the
             4-D masks of sliding-window models, `latent.attention`).
@@ -240,7 +241,7 @@ def load_model(
         realign = os.path.join(
             path, TRAINED_ALIGNER
         )  # a fine-tuned model ships the aligner it was trained with
-    if isinstance(realign, (str, os.PathLike)) and str(realign) not in ("ridge", "identity"):
+    if isinstance(realign, (str, os.PathLike)) and str(realign) not in REALIGN_METHODS:
         from latent.realign import TrainableAligner
 
         realign = TrainableAligner.load(realign, device=device)  # checked before the model loads

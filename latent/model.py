@@ -23,7 +23,7 @@ from latent.hooks import Activations, capture_layers, steer_layer
 from latent.kv_cache import new_cache
 from latent.masks import check_attention, positional_masks, window_spec
 from latent.pad_groups import forward_groups, pad_groups
-from latent.realign import Aligner, Realigner
+from latent.realign import REALIGN_METHODS, Aligner, Realigner, SoftTokenAligner
 from latent.state import LatentState
 
 LogitsProcessor = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -121,8 +121,8 @@ class LatentModel:
         self._realign = realign
         self._realign_lambda = realign_lambda
         self._aligner: Aligner | None = realign if callable(realign) else None
-        if not callable(realign) and realign not in ("ridge", "identity"):
-            raise ValueError(f"unknown `realign`={realign!r}: use 'ridge', 'identity' or a callable.")
+        if not callable(realign) and realign not in REALIGN_METHODS:
+            raise ValueError(f"unknown `realign`={realign!r}: use one of {REALIGN_METHODS} or a callable.")
         self._active_mask: torch.Tensor | None = None
         # read a padded batch in groups of similar length on CPU (`prefill`); False: always in one go
         self.group_pads = True
@@ -181,6 +181,10 @@ class LatentModel:
     @property
     def aligner(self) -> Aligner:
         """The realignment map, computed once per model in fp32 and cached."""
+        if self._aligner is None and self._realign == "soft":
+            self._aligner = SoftTokenAligner.from_model(
+                self._hf.get_input_embeddings(), self._hf.get_output_embeddings().weight
+            )
         if self._aligner is None:
             self._aligner = Realigner.from_model(
                 self._hf.get_input_embeddings(),

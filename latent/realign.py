@@ -60,9 +60,55 @@ def _solve_ridge(gram: torch.Tensor, cross: torch.Tensor, lam: float) -> torch.T
     return torch.linalg.solve(gram + lam * eye, cross).float()
 
 
+REALIGN_METHODS = ("ridge", "identity", "soft")
+"""Realignments by name: the paper's ridge map, its norm rescale alone, and soft tokens (not the paper's)."""
+
+
 def _check_method(method: str) -> None:
     if method not in ("ridge", "identity"):
         raise ValueError(f"unknown realignment `{method}`: use 'ridge', 'identity' or pass a callable.")
+
+
+@dataclass
+class SoftTokenAligner:
+    """Soft-token thoughts (`realign="soft"`; not the paper's realignment): the input embedding the thought's
+    hidden state predicts, averaged over its next-token distribution, e = softmax(h W_out^T / T) W_in.
+
+    The paper's map keeps the hidden state's direction, so a thought can sit far from every token (on the
+    Qwen2.5-Coder models: nearest-token cosine 0.1-0.27 against 0.74 between real tokens, a few channels
+    holding a quarter of its norm; `bench/studies/thought_geometry.py`). A soft token is a mixture of real
+    token embeddings, inside the region the model was trained to read. The LM head runs on every step.
+    """
+
+    w_out: torch.Tensor  # (V, D): the LM head (a reference, not a copy)
+    w_in: torch.Tensor  # (V, D): the input embedding of every token, as the model feeds them
+    temperature: float = 1.0
+
+    @classmethod
+    def from_model(
+        cls, input_embeddings: nn.Module, w_out: torch.Tensor, temperature: float = 1.0, chunk: int = 8192
+    ) -> SoftTokenAligner:
+        """Rows as the embedding module returns them (Gemma scales its rows by sqrt(D) inside it); the
+        weight itself when the module returns its rows unchanged, so no copy is made then."""
+        if temperature <= 0:
+            raise ValueError(f"`temperature` must be > 0, got {temperature}.")
+        weight = getattr(input_embeddings, "weight", None)
+        vocab = w_out.shape[0]
+        device = next(input_embeddings.parameters(), w_out).device
+        with torch.no_grad():
+            probe = torch.arange(min(chunk, vocab), device=device)
+            if weight is not None and torch.equal(input_embeddings(probe[None])[0], weight[probe]):
+                return cls(w_out.detach(), weight.detach()[:vocab], temperature)
+            rows = [
+                input_embeddings(torch.arange(i, min(i + chunk, vocab), device=device)[None])[0]
+                for i in range(0, vocab, chunk)
+            ]
+        return cls(w_out.detach(), torch.cat(rows).to(w_out.device), temperature)
+
+    def __call__(self, hidden: torch.Tensor) -> torch.Tensor:
+        logits = hidden.to(self.w_out.dtype) @ self.w_out.T
+        probs = torch.softmax(logits.float() / self.temperature, dim=-1)
+        return (probs.to(self.w_in.dtype) @ self.w_in).to(hidden.dtype)
 
 
 @dataclass

@@ -23,6 +23,8 @@ def test_identity_realignment_runs_and_a_resume_cannot_switch_it(tmp_path):
     evaluate(_cfg(tmp_path / "ridge", "ridge"))
     evaluate(_cfg(tmp_path / "identity", "identity"))
     assert len(load_results(tmp_path / "identity")) == 2
+    evaluate(_cfg(tmp_path / "soft", "soft"))
+    assert len(load_results(tmp_path / "soft")) == 2
     with pytest.raises(ValueError, match="realign"):
         evaluate(_cfg(tmp_path / "ridge", "identity", resume=True))
 

@@ -54,3 +54,59 @@ def test_model_aligner_chunk_by_chunk_is_the_table_ridge_map():
     torch.testing.assert_close(chunked.matrix, ridge_matrix(w_in, w_out, 0.3), rtol=1e-6, atol=1e-6)
     assert chunked.target_norm == pytest.approx(whole.target_norm, rel=1e-6)
     assert Realigner.from_model(emb, w_out, method="identity").matrix is None
+
+
+class _Scaled(torch.nn.Module):
+    """An embedding module that scales its rows, as Gemma's does."""
+
+    def __init__(self, weight: torch.Tensor, scale: float):
+        super().__init__()
+        self.weight = torch.nn.Parameter(weight.clone())
+        self.scale = scale
+
+    def forward(self, ids):
+        return self.weight[ids] * self.scale
+
+
+def test_soft_tokens_are_the_predicted_mixture_of_input_embeddings():
+    """`soft`: e = softmax(h W_out^T / T) W_in, with W_in as the embedding module returns its rows (scaled
+    rows included); a peaked prediction gives that token's own embedding."""
+    from latent.realign import SoftTokenAligner
+
+    torch.manual_seed(0)
+    w_in, w_out, h = torch.randn(30, 5), torch.randn(30, 5), torch.randn(4, 5)
+    emb = torch.nn.Embedding(30, 5)
+    emb.weight.data.copy_(w_in)
+    soft = SoftTokenAligner.from_model(emb, w_out, temperature=0.7, chunk=7)
+    assert soft.w_in.data_ptr() == emb.weight.data_ptr()  # rows returned unchanged: no copy
+    torch.testing.assert_close(soft(h), torch.softmax(h @ w_out.T / 0.7, -1) @ w_in)
+    scaled = SoftTokenAligner.from_model(_Scaled(w_in, 3.0), w_out, chunk=7)
+    torch.testing.assert_close(scaled(h), torch.softmax(h @ w_out.T, -1) @ (3.0 * w_in))
+    peaked = 1000.0 * w_out[[2, 9]]  # hidden states that predict tokens 2 and 9 with near certainty
+    torch.testing.assert_close(soft(peaked), w_in[[2, 9]], rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="temperature"):
+        SoftTokenAligner.from_model(emb, w_out, temperature=0)
+
+
+def test_eval_lists_every_realignment_the_model_takes():
+    """`latentworks eval --realign` offers what `load_model(realign=...)` takes (restated without torch)."""
+    from eval.config import REALIGN
+    from latent.realign import REALIGN_METHODS
+
+    assert REALIGN == REALIGN_METHODS
+
+
+def test_a_model_thinks_with_soft_tokens(tiny_models):
+    """`load_model(realign="soft")` feeds back soft tokens, batch 1 == batch 2 with left padding."""
+    from latent import load_model
+
+    path = tiny_models["qwen2"].model.name_or_path
+    m = load_model(path, realign="soft")
+    prompts = ["a b c d e f", "g h"]
+    st = m.prefill(**m.encode(prompts, chat=True))
+    thoughts, _, hidden = m.think(st, 3, return_hidden=True)
+    w_in = m.model.get_input_embeddings().weight
+    w_out = m.model.get_output_embeddings().weight
+    torch.testing.assert_close(thoughts, torch.softmax(hidden @ w_out.T, -1) @ w_in, rtol=1e-5, atol=1e-5)
+    alone, _ = m.think(m.prefill(**m.encode(prompts[1:], chat=True)), 3)
+    torch.testing.assert_close(thoughts[1:], alone, rtol=1e-4, atol=1e-5)

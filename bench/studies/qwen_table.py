@@ -82,6 +82,8 @@ def _controls(main: str, model: str) -> dict[str, Cell]:
     }
     found |= {f"{main}-steps-{k}": Cell(**base, flags=(("latent_steps", k),)) for k in (0, 5, 20, 40)}
     found[f"{main}-identity"] = Cell(**base, flags=(("realign", "identity"),))
+    # soft-token thoughts (not the paper's method): the thoughts moved onto the token embeddings' mixtures
+    found[f"{main}-soft"] = Cell(**base, flags=(("realign", "soft"),))
     found[f"{main}-latent-view"] = Cell(**{**base, "graph": LATENT_VIEW})
     return found
 
@@ -115,6 +117,11 @@ CELLS: dict[str, Cell] = {
     "dev-q15-aware-steps0": Cell(
         Q15, GSM, methods="latent_mas", flags=(("limit", 12), ("latent_steps", 0)), dev=True
     ),
+    # the 1.5B's final agent writes garbage after real thoughts (dev-q15-aware): soft tokens, on dev items first
+    "dev-q15-soft": Cell(
+        Q15, GSM, methods="latent_mas", flags=(("limit", 12), ("realign", "soft")), dev=True
+    ),
+    "dev-q05-soft": Cell(Q05, GSM, methods="latent_mas", flags=(("realign", "soft"),), dev=True),
 }
 SHORT = 40  # final-agent output tokens below which an answer carries no working (read off the dev outputs)
 RUNS = Path("runs/qwen_table")
@@ -385,7 +392,7 @@ def _control_cells(m: dict, row: dict, main: dict | None) -> str:
 
 CONTROL_KINDS = (
     "thoughts-random", "thoughts-other", "thoughts-mean", "steps-0", "steps-5", "steps-20", "steps-40",
-    "identity", "latent-view",
+    "identity", "latent-view", "soft",
 )  # fmt: skip
 
 

@@ -583,22 +583,26 @@ def restore(src: Path = REPORT / "archive", runs: Path = RUNS) -> int:
 
 
 ACTIONS = ("plan", "run", "queue", "report", "archive", "restore")
-# The queue's default order: the 0.5B main cell and the controls that say why latent_mas loses, then the
-# remaining main cells (cheapest first), then the 1.5B controls.
-ORDER = (
+# The queue's default order: the 0.5B main cell and the controls that say why latent_mas loses; then the
+# 1.5B gsm cell with the two controls that test why its final agent writes garbage after real thoughts
+# (soft tokens, no thoughts); then the remaining main cells (cheapest first), then the other 1.5B controls.
+ORDER = tuple(dict.fromkeys((
     "q05-gsm-seq",
     *(f"q05-gsm-seq-{c}" for c in ("steps-0", "thoughts-random", "thoughts-other", "thoughts-mean")),
     *(f"q05-gsm-seq-{c}" for c in ("identity", "latent-view", "steps-5", "steps-20", "steps-40")),
     "q05-he-seq",
+    "q05-gsm-seq-soft",
+    "q15-gsm-seq",
+    "q15-gsm-seq-soft",
+    "q15-gsm-seq-steps-0",
     "q05-gsm-hier",
     "q05-he-hier",
     "q05-arc-seq",
-    "q15-gsm-seq",
     "q15-he-seq",
     "q15-gsm-hier",
     "q15-arc-seq",
     *(name for name, cell in CELLS.items() if cell.control_of == "q15-gsm-seq"),
-)
+)))  # fmt: skip
 
 
 @dataclass

@@ -327,13 +327,18 @@ def left_pad(seqs: list[tuple[list[int], list[int]]], pad: int):
 
 
 def token_logp(lm: LatentModel, seqs, state=None):
-    """Per-token log-probs (B, T-1) of the labels after `state` (a `LatentState` or None), and their mask."""
+    """Per-token log-probs (B, T-1) of the labels after `state` (a `LatentState` or None), and their mask
+    (0 where the mask is False). The head runs on the labelled positions only: a prompt's B x T x V logits
+    would be gigabytes at a 150k vocabulary, and three such passes a step ran a 0.5B model out of memory."""
     ids, mask, labels = left_pad(seqs, int(lm.tokenizer.pad_token_id))
     hidden, _ = lm.forward_embeds(lm.embed(ids.to(lm.device)), mask.to(lm.device), state)
-    logits = lm.logits(hidden)[:, :-1]
-    lab = labels[:, 1:].to(logits.device)
+    lab = labels[:, 1:].to(hidden.device)
     keep = lab != IGNORE
-    return logits.log_softmax(-1).gather(-1, lab.clamp(min=0)[..., None])[..., 0], keep
+    rows, cols = keep.nonzero(as_tuple=True)
+    logits = lm.logits(hidden[:, :-1][rows, cols])  # (N, V): one row per labelled token
+    picked = logits.log_softmax(-1).gather(-1, lab[rows, cols][:, None])[:, 0]
+    logp = torch.zeros(lab.shape, dtype=picked.dtype, device=picked.device).index_put((rows, cols), picked)
+    return logp, keep.to(picked.device)
 
 
 def sft_loss(lm: LatentModel, seqs, state=None) -> torch.Tensor:

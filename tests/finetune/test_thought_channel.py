@@ -392,3 +392,20 @@ def test_a_built_in_card_counts_parameters_from_the_saved_weights(tmp_path):
 
     lm = tiny_model("llama", tmp_path / "m", hidden_size=32)
     assert param_count(tmp_path / "m") == sum(p.numel() for p in lm.model.parameters())
+
+
+def test_token_logp_reads_the_head_at_labelled_positions_only(llama):
+    """The per-token log-probs equal a full-vocabulary pass over every position, where a label stands."""
+    seqs = [
+        tc.ids_and_labels(llama.tokenizer, [{"role": "user", "content": q}], "7")
+        for q in ("What is 3 + 4?", "Say seven.")
+    ]
+    logp, keep = tc.token_logp(llama, seqs)
+    ids, mask, labels = tc.left_pad(seqs, int(llama.tokenizer.pad_token_id))
+    hidden, _ = llama.forward_embeds(llama.embed(ids), mask)
+    full = llama.logits(hidden)[:, :-1].log_softmax(-1)
+    lab = labels[:, 1:]
+    expected = full.gather(-1, lab.clamp(min=0)[..., None])[..., 0]
+    assert keep.any() and keep.equal(lab != tc.IGNORE)
+    torch.testing.assert_close(logp[keep], expected[keep], rtol=1e-5, atol=1e-5)
+    assert (logp[~keep] == 0).all()

@@ -221,9 +221,8 @@ def load_model(
             fp32 on CPU, the checkpoint's dtype on CUDA. float16 on a CPU loads with a warning: it runs
             several times slower there than float32.
         device (`str`, *optional*): "cpu", "cuda", "cuda:1"; default CUDA when available.
-        realign (`str` or callable, defaults to "ridge"): "ridge", "identity", "soft" (soft-token thoughts,
-            not the paper's: `latent.realign.SoftTokenAligner`), your own aligner (e.g. a trained
-            `TrainableAligner`), or the path of an aligner file written by `TrainableAligner.save`.
+        realign (`str` or callable, defaults to "ridge"): "ridge", "identity", "soft" (`SoftTokenAligner`),
+            your own aligner, or the path of an aligner file written by `TrainableAligner.save`.
         attn_implementation (`str`, *optional*): "sdpa" (transformers' default), "eager",
             "flash_attention_2", ...; checked before the weights load (flash attention cannot take the
             4-D masks of sliding-window models, `latent.attention`).

@@ -31,6 +31,7 @@ Run: ``latentworks finetune mas --config finetune/recipes/arith-mini-v8.yaml``
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import logging
@@ -890,6 +891,30 @@ def _checkpoint(
     os.replace(path.with_suffix(".partial"), path)
 
 
+@contextlib.contextmanager
+def frozen_linears_in_bf16(models: list[nn.Module]):
+    """Hold every frozen Linear weight (a LoRA's base layers, the output head) in bfloat16 while training
+    under bf16 autocast, and put the float32 tensors back after. Autocast casts a weight that needs no
+    gradient anew at every call and keeps the copy for the backward pass; a hand-off step runs the whole
+    model once per latent step, so on Qwen 0.5B those copies reached 24 GB and the run died. Cast once, the
+    products are the same numbers. A head tied to the input embedding stays float32 (the embedding feeds
+    the residual stream)."""
+    saved = []
+    for model in models:
+        tied = model.get_input_embeddings().weight
+        for mod in model.modules():
+            if isinstance(mod, nn.Linear) and not mod.weight.requires_grad and mod.weight is not tied:
+                saved.append((mod, mod.weight, mod.bias))
+                mod.weight = nn.Parameter(mod.weight.detach().to(torch.bfloat16), requires_grad=False)
+                if mod.bias is not None:
+                    mod.bias = nn.Parameter(mod.bias.detach().to(torch.bfloat16), requires_grad=False)
+    try:
+        yield
+    finally:
+        for mod, weight, bias in saved:
+            mod.weight, mod.bias = weight, bias
+
+
 def train(
     cfg: ThoughtChannelConfig,
     lm: LatentModel,
@@ -928,39 +953,44 @@ def train(
     lm.model.train()
     lm.refresh_aligner()
     bar = tqdm(total=end, initial=start, desc=f"train {cfg.name}", unit="step", dynamic_ncols=True)
-    for step in range(start, end):
-        for g, base_lr in zip(opt.param_groups, base_lrs):
-            g["lr"] = base_lr * cfg.lr_factor(step)
-        rng = random.Random(f"channel|{cfg.seed}|{step}")  # per step, so a resumed run draws the same batches
-        with torch.autocast(lm.device.type, dtype=torch.bfloat16, enabled=cfg.autocast == "bfloat16"):
-            kind, loss, parts = batch(cfg, lm, step, rng)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        nn.utils.clip_grad_norm_([p for g in groups for p in g["params"]], 1.0)
-        opt.step()
-        if cfg.builtin and (step + 1) % cfg.realign_every == 0:
-            lm.refresh_aligner()  # the ridge map `load_model` derives from the embeddings, kept current
-        window.setdefault(kind, []).append(float(loss.detach()))
-        bar.update(1)
-        done = step + 1 == end or (cfg.max_minutes and time.perf_counter() - t0 > 60 * cfg.max_minutes)
-        if (step + 1) % cfg.logging_steps == 0 or done:
-            losses = [v for vs in window.values() for v in vs]
-            entry = {
-                "step": step + 1,
-                "s": round(time.perf_counter() - t0, 1),
-                "k": cfg.thoughts_at(step),
-                "loss": round(sum(losses) / len(losses), 4),
-            }
-            entry |= {f"loss_{k}": round(sum(v) / len(v), 4) for k, v in window.items()}
-            log.append(entry | {k: round(v, 4) for k, v in parts.items()})
-            logger.info(json.dumps(log[-1]))
-            window = {}
-        if (step + 1) % cfg.save_steps == 0 and not done:
-            _checkpoint(cfg, lm, opt, step + 1, log, time.perf_counter() - t0, bridge)
-        if done:
-            if step + 1 < end:
-                logger.info("time budget (%s min) reached after step %d; stopping", cfg.max_minutes, step + 1)
-            break
+    models = [lm.model] + ([sender.model] if sender is not None else [])
+    with frozen_linears_in_bf16(models) if cfg.autocast == "bfloat16" else contextlib.nullcontext():
+        for step in range(start, end):
+            for g, base_lr in zip(opt.param_groups, base_lrs):
+                g["lr"] = base_lr * cfg.lr_factor(step)
+            # per step, so a resumed run draws the same batches
+            rng = random.Random(f"channel|{cfg.seed}|{step}")
+            with torch.autocast(lm.device.type, dtype=torch.bfloat16, enabled=cfg.autocast == "bfloat16"):
+                kind, loss, parts = batch(cfg, lm, step, rng)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_([p for g in groups for p in g["params"]], 1.0)
+            opt.step()
+            if cfg.builtin and (step + 1) % cfg.realign_every == 0:
+                lm.refresh_aligner()  # the ridge map `load_model` derives from the embeddings, kept current
+            window.setdefault(kind, []).append(float(loss.detach()))
+            bar.update(1)
+            done = step + 1 == end or (cfg.max_minutes and time.perf_counter() - t0 > 60 * cfg.max_minutes)
+            if (step + 1) % cfg.logging_steps == 0 or done:
+                losses = [v for vs in window.values() for v in vs]
+                entry = {
+                    "step": step + 1,
+                    "s": round(time.perf_counter() - t0, 1),
+                    "k": cfg.thoughts_at(step),
+                    "loss": round(sum(losses) / len(losses), 4),
+                }
+                entry |= {f"loss_{k}": round(sum(v) / len(v), 4) for k, v in window.items()}
+                log.append(entry | {k: round(v, 4) for k, v in parts.items()})
+                logger.info(json.dumps(log[-1]))
+                window = {}
+            if (step + 1) % cfg.save_steps == 0 and not done:
+                _checkpoint(cfg, lm, opt, step + 1, log, time.perf_counter() - t0, bridge)
+            if done:
+                if step + 1 < end:
+                    logger.info(
+                        "time budget (%s min) reached after step %d; stopping", cfg.max_minutes, step + 1
+                    )
+                break
     bar.close()
     lm.model.eval()
     lm.refresh_aligner()

@@ -409,3 +409,38 @@ def test_token_logp_reads_the_head_at_labelled_positions_only(llama):
     assert keep.any() and keep.equal(lab != tc.IGNORE)
     torch.testing.assert_close(logp[keep], expected[keep], rtol=1e-5, atol=1e-5)
     assert (logp[~keep] == 0).all()
+
+
+def test_frozen_weights_held_in_bf16_give_autocasts_numbers_and_come_back(llama, tmp_path):
+    """Under bf16 autocast a LoRA run holds its frozen Linear weights in bf16 (autocast would copy them at
+    every call and keep each copy for the backward pass): the loss is the same number, the trainable
+    weights stay float32, and the float32 tensors are back afterwards."""
+    cfg = tc.ThoughtChannelConfig(
+        task="handoff",
+        base=llama.model.name_or_path,
+        levels=["relay"],
+        batch_size=2,
+        latent_steps=2,
+        latent_curriculum=[2],
+        text_until=0.01,
+        text_floor=0.0,
+        oracle_frac=0.0,
+        autocast="bfloat16",
+        out_dir=str(tmp_path),
+    )
+    lm, _ = tc.prepare(cfg, load_model(llama.model.name_or_path))
+    linears = [m for m in lm.model.modules() if isinstance(m, torch.nn.Linear)]
+    before = {id(m): m.weight for m in linears}
+
+    def loss():
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return tc.handoff_batch(cfg, lm, 5, random.Random(0), [])[1]
+
+    plain = loss()
+    with tc.frozen_linears_in_bf16([lm.model]):
+        frozen = [m for m in linears if not m.weight.requires_grad]
+        assert frozen and all(m.weight.dtype == torch.bfloat16 for m in frozen)
+        assert all(m.weight.dtype == torch.float32 for m in linears if m.weight.requires_grad)
+        held = loss()
+    torch.testing.assert_close(held, plain, rtol=0, atol=0)
+    assert all(m.weight is before[id(m)] and m.weight.dtype == torch.float32 for m in linears)

@@ -6,6 +6,7 @@ trainer imports this module)."""
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 from pathlib import Path
@@ -19,6 +20,8 @@ from latent.catalogue import BUILTIN_DIR, BUILTIN_PREFIX
 if TYPE_CHECKING:
     from eval.tasks.handoff_rows import Pair
     from latent import LatentModel
+
+logger = logging.getLogger(__name__)
 
 HANDOFF_ROWS = (
     "no_info",
@@ -44,10 +47,11 @@ def evaluate(cfg: Any, lm: LatentModel, pair: Pair | None = None) -> dict:
         out = {}
         for level in dict.fromkeys(cfg.levels):
             items = th.make_items(level, cfg.eval_n, "test", 0)
-            rows = (run_row(lm, items, r, cfg.latent_steps, MAX_NEW_TOKENS, 16, pair) for r in HANDOFF_ROWS)
-            out[level] = {
-                r.name: {"correct": r.correct, "n": r.n, "wall_s": r.s_per_item * r.n} for r in rows
-            }
+            out[level] = {}
+            for name in HANDOFF_ROWS:
+                r = run_row(lm, items, name, cfg.latent_steps, MAX_NEW_TOKENS, 16, pair)
+                out[level][r.name] = {"correct": r.correct, "n": r.n, "wall_s": r.s_per_item * r.n}
+                _log_cell(level, r.name, out[level][r.name])
         return out
     import agents
     from eval.tasks.arith_data import extract_boxed_int, make_problems
@@ -76,7 +80,13 @@ def evaluate(cfg: Any, lm: LatentModel, pair: Pair | None = None) -> dict:
                 "n": len(problems),
                 "wall_s": time.perf_counter() - t0,
             }
+            _log_cell(graph, name, out[graph][name])
     return out
+
+
+def _log_cell(group: str, row: str, cell: dict) -> None:
+    """One line per finished row: held-out evaluation takes minutes to an hour on a CPU."""
+    logger.info("held-out %s %s: %d/%d (%.0f s)", group, row, cell["correct"], cell["n"], cell["wall_s"])
 
 
 def param_count(model_dir: Path) -> int:

@@ -444,3 +444,19 @@ def test_frozen_weights_held_in_bf16_give_autocasts_numbers_and_come_back(llama,
         held = loss()
     torch.testing.assert_close(held, plain, rtol=0, atol=0)
     assert all(m.weight is before[id(m)] and m.weight.dtype == torch.float32 for m in linears)
+
+
+def test_held_out_evaluation_logs_one_line_per_finished_row(llama, tmp_path, caplog):
+    """Held-out evaluation runs for up to an hour on a CPU: each finished row is logged as it completes."""
+    import logging
+
+    from finetune import channel_report
+
+    cfg = _arith(tmp_path, eval_n=2)
+    with caplog.at_level(logging.INFO, logger="finetune.channel_report"):
+        table = channel_report.evaluate(cfg, llama)
+    lines = [r.getMessage() for r in caplog.records if r.name == "finetune.channel_report"]
+    rows = [(g, name, c) for g, cells in table.items() for name, c in cells.items()]
+    assert len(lines) == len(rows) >= 3
+    for (graph, name, cell), line in zip(rows, lines, strict=True):
+        assert line.startswith(f"held-out {graph} {name}: {cell['correct']}/{cell['n']} (")

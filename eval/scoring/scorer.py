@@ -36,20 +36,6 @@ from eval.scoring.symbolic import symbolic_equal
 from eval.tasks import Item
 from latent.thinking import strip_thinking
 
-__all__ = [
-    "MAX_OUTPUT_CHARS",
-    "Score",
-    "build_candidate",
-    "build_program",
-    "extract_boxed",
-    "extract_choice",
-    "extract_code",
-    "extract_math_answer",
-    "math_equal",
-    "normalize_number",
-    "score",
-]
-
 logger = logging.getLogger(__name__)
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"

@@ -231,7 +231,7 @@ def test_the_embed_term_reaches_the_aligner_and_lora_and_changes_the_loss(llama)
     off, p_off = latent_loss(lm, items, k=3, anti_weight=0.0, seed=0, note_weight=0.0, embed_weight=0.0)
     on, p_on = latent_loss(lm, items, k=3, anti_weight=0.0, seed=0, note_weight=0.0, embed_weight=2.0)
     assert "embed" in p_on and "embed" not in p_off and p_on["embed"] > 0
-    torch.testing.assert_close(float(on - off), 2.0 * p_on["embed"], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(float((on - off).detach()), 2.0 * p_on["embed"], rtol=1e-4, atol=1e-5)
     mem = WorkingMemory(lm, grad=True)
     latent_state(lm, items, 3, memory=mem)
     thought_embed_loss(lm, mem, items).backward()

@@ -28,10 +28,11 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
+from latent.catalogue import BRIDGE_CONFIG
+
 if TYPE_CHECKING:
     from latent.model import LatentModel
 
-BRIDGE_CONFIG = "bridge_config.json"
 BRIDGE_WEIGHTS = "bridge.safetensors"
 FORMAT = "latentworks-bridge-v1"
 KINDS = ("linear", "mlp")

@@ -266,6 +266,28 @@ def _adapter(d: Path, where: str) -> TrainedAdapter | None:
     return TrainedAdapter(d.name, d, str(base or "?"), where, size, card)
 
 
+BRIDGE_CONFIG = "bridge_config.json"  # what makes a directory a trained bridge (latent/bridge.py writes it)
+
+
+def list_bridges() -> list[TrainedAdapter]:
+    """Every trained bridge, the cache's then the shipped ones, each as a row whose `base` is the receiver
+    and whose card (`card.json`, else the bridge config) names the sender."""
+    found = []
+    for root, where in ((cache_dir() / "models", "cache"), (BUILTIN_DIR, "shipped")):
+        for d in sorted(p.parent for p in root.glob(f"*/{BRIDGE_CONFIG}")) if root.is_dir() else []:
+            try:
+                conf = json.loads((d / BRIDGE_CONFIG).read_text())
+                card = json.loads((d / "card.json").read_text()) if (d / "card.json").is_file() else {}
+            except (OSError, ValueError):
+                continue
+            if not isinstance(conf, dict) or not isinstance(card, dict):
+                continue
+            card = {"sender": conf.get("sender", "?")} | card
+            size = sum(f.stat().st_size for f in d.rglob("*") if f.is_file())
+            found.append(TrainedAdapter(d.name, d, str(conf.get("receiver") or "?"), where, size, card))
+    return found
+
+
 def list_adapters() -> list[TrainedAdapter]:
     """Every trained adapter: the cache's (`latentworks finetune mas` saves there), then the shipped ones.
     A name in both loads the cache's copy, which `load_model` looks for first."""

@@ -21,6 +21,7 @@ from latent.catalogue import (
     catalogue_entry,
     is_pulled,
     list_adapters,
+    list_bridges,
     list_builtin_models,
     model_dir,
     pulled_card,
@@ -170,15 +171,32 @@ def _list(as_json: bool) -> int:
         }
         for a in list_adapters()
     ]
+    rows += [
+        {
+            "name": b.name,
+            "kind": "bridge",
+            "status": "trained" if b.where == "cache" else "shipped",
+            "params": None,
+            "size_bytes": b.size_bytes,
+            "licence": b.card.get("licence"),
+            "path": str(b.path),
+            "base": b.base,
+            "sender": b.card.get("sender"),
+        }
+        for b in list_bridges()
+    ]
     if as_json:
         print(json.dumps(rows, indent=2))
         return 0
     w = max(len(r["name"]) for r in rows) if rows else 4
     print(f"{'name':<{w}} {'status':<11} {'params':>8} {'dtype':<9} {'download':>9}  path / pull command")
     for r in rows:
-        params = f"{r['params'] / 1e6:.1f}M" if r["params"] else ("adapter" if r.get("base") else "?")
+        params = f"{r['params'] / 1e6:.1f}M" if r["params"] else (r["kind"] if r.get("base") else "?")
         where = r["path"] or f"latentworks models pull {r['name']}"
-        where += f"  (on {r['base']})" if r.get("base") else ""
+        if r["kind"] == "bridge":
+            where += f"  ({r['sender']} -> {r['base']})"
+        elif r.get("base"):
+            where += f"  (on {r['base']})"
         dtype = r.get("dtype") or "-"
         size = f"{r['size_bytes'] / 2**20:>8.1f}M"
         print(f"{r['name']:<{w}} {r['status']:<11} {params:>8} {dtype:<9} {size:>9}  {where}")

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from latent import LatentModel
 
 logger = logging.getLogger(__name__)
+ARITH_MAX_NEW_TOKENS = 96  # held-out arith problems' decode budget
 
 HANDOFF_ROWS = (
     "no_info",
@@ -49,7 +50,7 @@ def evaluate(cfg: Any, lm: LatentModel, pair: Pair | None = None) -> dict:
             items = th.make_items(level, cfg.eval_n, "test", 0)
             out[level] = {}
             for name in HANDOFF_ROWS:
-                r = run_row(lm, items, name, cfg.latent_steps, MAX_NEW_TOKENS, 16, pair)
+                r = run_row(lm, items, name, cfg.latent_steps, cfg.max_new_tokens or MAX_NEW_TOKENS, 16, pair)
                 out[level][r.name] = {"correct": r.correct, "n": r.n, "wall_s": r.s_per_item * r.n}
                 _log_cell(level, r.name, out[level][r.name])
         return out
@@ -66,7 +67,7 @@ def evaluate(cfg: Any, lm: LatentModel, pair: Pair | None = None) -> dict:
             run = agents.RunConfig(
                 method=method,
                 latent_steps=cfg.latent_steps,
-                max_new_tokens=cfg.max_new_tokens,
+                max_new_tokens=cfg.max_new_tokens or ARITH_MAX_NEW_TOKENS,
                 batch_size=16,
                 threads=None,
                 prompts=prompts,

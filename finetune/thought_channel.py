@@ -170,7 +170,10 @@ class ThoughtChannelConfig:
         64, "held-out items per level / problems per method and graph, before and after (0 = none)"
     )
     eval_seed: int = _f(2024, "seed of the held-out arith problems (hand-off: the seed-0 test split)")
-    max_new_tokens: int = _f(96, "arith: decode budget at evaluation")
+    max_new_tokens: int = _f(
+        0,
+        "decode budget of the held-out evaluation (0 = the task's: arith 96, handoff 24 as the hand-off table)",
+    )
 
     def __post_init__(self) -> None:
         p = []
@@ -242,8 +245,16 @@ class ThoughtChannelConfig:
             "or set `anti_weight` 0",
         )
         need(
-            min(self.eval_n, self.max_minutes, self.warmup_steps, self.context_length, self.version) >= 0,
-            "`eval_n`, `max_minutes`, `warmup_steps`, `context_length` and `version` must be >= 0",
+            min(
+                self.eval_n,
+                self.max_minutes,
+                self.warmup_steps,
+                self.context_length,
+                self.version,
+                self.max_new_tokens,
+            )
+            >= 0,
+            "`eval_n`, `max_minutes`, `warmup_steps`, `context_length`, `version` and `max_new_tokens` must be >= 0",
         )
         need(
             self.lr > 0 and self.aligner_lr > 0 and self.bridge_lr > 0,

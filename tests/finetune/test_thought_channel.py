@@ -480,3 +480,24 @@ def test_autocast_auto_takes_bf16_only_where_the_cpu_computes_it(monkeypatch, ca
     assert bool(warned) is not native
     assert all("--autocast auto" in w for w in warned)
     assert tc.autocast_dtype("auto", torch.device("cuda")) == torch.bfloat16
+
+
+@pytest.mark.parametrize("budget, expected", [(0, 24), (128, 128)])
+def test_handoff_evaluation_decodes_with_the_configured_budget(llama, tmp_path, monkeypatch, budget, expected):
+    """`max_new_tokens` sets the held-out hand-off rows' decode budget (a model that shows its working on sum
+    needs more than the table's default 24); 0 keeps the default."""
+    from eval.tasks import handoff_rows
+    from finetune import channel_report
+
+    seen = []
+
+    def spy(lm, items, name, k, max_new_tokens, batch, pair=None):
+        seen.append(max_new_tokens)
+        return handoff_rows.Row(name, 0, len(items), 0, 0.0)
+
+    monkeypatch.setattr(handoff_rows, "run_row", spy)
+    cfg = tc.ThoughtChannelConfig(
+        base=llama.model.name_or_path, out_dir=str(tmp_path), eval_n=2, levels=["relay"], max_new_tokens=budget
+    )
+    channel_report.evaluate(cfg, llama)
+    assert seen and set(seen) == {expected}

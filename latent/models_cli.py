@@ -17,6 +17,7 @@ from latent.args import add_config_arguments, add_subcommands, config_from_args
 from latent.catalogue import (
     BUILTIN_PREFIX,
     CATALOGUE,
+    TrainedAdapter,
     cache_dir,
     catalogue_entry,
     is_pulled,
@@ -158,33 +159,8 @@ def _list(as_json: bool) -> int:
                 "hub_id": entry.hub_id,
             }
         )
-    rows += [
-        {
-            "name": a.name,
-            "kind": "adapter",
-            "status": "trained" if a.where == "cache" else "shipped",
-            "params": None,
-            "size_bytes": a.size_bytes,
-            "licence": a.card.get("licence"),
-            "path": str(a.path),
-            "base": a.base,
-        }
-        for a in list_adapters()
-    ]
-    rows += [
-        {
-            "name": b.name,
-            "kind": "bridge",
-            "status": "trained" if b.where == "cache" else "shipped",
-            "params": None,
-            "size_bytes": b.size_bytes,
-            "licence": b.card.get("licence"),
-            "path": str(b.path),
-            "base": b.base,
-            "sender": b.card.get("sender"),
-        }
-        for b in list_bridges()
-    ]
+    rows += [_trained_row(a, "adapter") for a in list_adapters()]
+    rows += [_trained_row(b, "bridge") for b in list_bridges()]
     if as_json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -202,3 +178,18 @@ def _list(as_json: bool) -> int:
         print(f"{r['name']:<{w}} {r['status']:<11} {params:>8} {dtype:<9} {size:>9}  {where}")
     print(f"\ncache: {cache_dir() / 'models'} (set LATENTWORKS_CACHE to move it)")
     return 0
+
+
+def _trained_row(a: TrainedAdapter, kind: str) -> dict:
+    """A `models list` row of a trained adapter or bridge (its `base`: the receiver of a bridge)."""
+    row = {
+        "name": a.name,
+        "kind": kind,
+        "status": "trained" if a.where == "cache" else "shipped",
+        "params": None,
+        "size_bytes": a.size_bytes,
+        "licence": a.card.get("licence"),
+        "path": str(a.path),
+        "base": a.base,
+    }
+    return row | ({"sender": a.card.get("sender")} if kind == "bridge" else {})

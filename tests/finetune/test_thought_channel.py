@@ -483,7 +483,9 @@ def test_autocast_auto_takes_bf16_only_where_the_cpu_computes_it(monkeypatch, ca
 
 
 @pytest.mark.parametrize("budget, expected", [(0, 24), (128, 128)])
-def test_handoff_evaluation_decodes_with_the_configured_budget(llama, tmp_path, monkeypatch, budget, expected):
+def test_handoff_evaluation_decodes_with_the_configured_budget(
+    llama, tmp_path, monkeypatch, budget, expected
+):
     """`max_new_tokens` sets the held-out hand-off rows' decode budget (a model that shows its working on sum
     needs more than the table's default 24); 0 keeps the default."""
     from eval.tasks import handoff_rows
@@ -497,7 +499,11 @@ def test_handoff_evaluation_decodes_with_the_configured_budget(llama, tmp_path, 
 
     monkeypatch.setattr(handoff_rows, "run_row", spy)
     cfg = tc.ThoughtChannelConfig(
-        base=llama.model.name_or_path, out_dir=str(tmp_path), eval_n=2, levels=["relay"], max_new_tokens=budget
+        base=llama.model.name_or_path,
+        out_dir=str(tmp_path),
+        eval_n=2,
+        levels=["relay"],
+        max_new_tokens=budget,
     )
     channel_report.evaluate(cfg, llama)
     assert seen and set(seen) == {expected}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -253,47 +254,48 @@ class TrainedAdapter:
     card: dict
 
 
-def _adapter(d: Path, where: str) -> TrainedAdapter | None:
-    """The adapter in `d`, or None when `d` holds none or its config is unreadable."""
-    try:
-        conf = json.loads((d / ADAPTER_CONFIG).read_text())
-        card = json.loads((d / "card.json").read_text()) if (d / "card.json").is_file() else {}
-    except (OSError, ValueError):
-        return None
+def _saved(
+    marker: str, make: Callable[[Path, str, object, object, int], TrainedAdapter | None]
+) -> list[TrainedAdapter]:
+    """Every directory holding `marker`, the cache's then the shipped ones, read into a row by `make(dir,
+    where, config, card, bytes)` (None skips it); a directory whose config or card is unreadable is skipped."""
+    found = []
+    for root, where in ((cache_dir() / "models", "cache"), (BUILTIN_DIR, "shipped")):
+        for d in sorted(f.parent for f in root.glob(f"*/{marker}") if f.is_file()) if root.is_dir() else []:
+            try:
+                conf = json.loads((d / marker).read_text())
+                card = json.loads((d / "card.json").read_text()) if (d / "card.json").is_file() else {}
+            except (OSError, ValueError):
+                continue
+            size = sum(f.stat().st_size for f in d.rglob("*") if f.is_file())
+            row = make(d, where, conf, card, size)
+            found += [row] if row is not None else []
+    return found
+
+
+def _adapter(d: Path, where: str, conf: object, card: object, size: int) -> TrainedAdapter:
+    """The adapter in `d`, its base read from PEFT's config ("?" where the config names none)."""
     base = conf.get("base_model_name_or_path") if isinstance(conf, dict) else None
-    size = sum(f.stat().st_size for f in d.rglob("*") if f.is_file())
-    card = card if isinstance(card, dict) else {}
-    return TrainedAdapter(d.name, d, str(base or "?"), where, size, card)
+    return TrainedAdapter(d.name, d, str(base or "?"), where, size, card if isinstance(card, dict) else {})
 
 
 BRIDGE_CONFIG = "bridge_config.json"  # what makes a directory a trained bridge (latent/bridge.py writes it)
 
 
+def _bridge(d: Path, where: str, conf: object, card: object, size: int) -> TrainedAdapter | None:
+    """The bridge in `d` as a row whose `base` is the receiver and whose card names the sender."""
+    if not isinstance(conf, dict) or not isinstance(card, dict):
+        return None
+    card = {"sender": conf.get("sender", "?")} | card
+    return TrainedAdapter(d.name, d, str(conf.get("receiver") or "?"), where, size, card)
+
+
 def list_bridges() -> list[TrainedAdapter]:
-    """Every trained bridge, the cache's then the shipped ones, each as a row whose `base` is the receiver
-    and whose card (`card.json`, else the bridge config) names the sender."""
-    found = []
-    for root, where in ((cache_dir() / "models", "cache"), (BUILTIN_DIR, "shipped")):
-        for d in sorted(p.parent for p in root.glob(f"*/{BRIDGE_CONFIG}")) if root.is_dir() else []:
-            try:
-                conf = json.loads((d / BRIDGE_CONFIG).read_text())
-                card = json.loads((d / "card.json").read_text()) if (d / "card.json").is_file() else {}
-            except (OSError, ValueError):
-                continue
-            if not isinstance(conf, dict) or not isinstance(card, dict):
-                continue
-            card = {"sender": conf.get("sender", "?")} | card
-            size = sum(f.stat().st_size for f in d.rglob("*") if f.is_file())
-            found.append(TrainedAdapter(d.name, d, str(conf.get("receiver") or "?"), where, size, card))
-    return found
+    """Every trained bridge, the cache's then the shipped ones."""
+    return _saved(BRIDGE_CONFIG, _bridge)
 
 
 def list_adapters() -> list[TrainedAdapter]:
     """Every trained adapter: the cache's (`latentworks finetune mas` saves there), then the shipped ones.
     A name in both loads the cache's copy, which `load_model` looks for first."""
-    found = []
-    for root, where in ((cache_dir() / "models", "cache"), (BUILTIN_DIR, "shipped")):
-        if root.is_dir():
-            dirs = sorted(p for p in root.iterdir() if (p / ADAPTER_CONFIG).is_file())
-            found += [a for a in (_adapter(d, where) for d in dirs) if a is not None]
-    return found
+    return _saved(ADAPTER_CONFIG, _adapter)

@@ -6,6 +6,10 @@ so. Any other failure (a wrong hash, a conversion error) fails them.
 
 from __future__ import annotations
 
+import contextlib
+import os
+from pathlib import Path
+
 import pytest
 
 PROMPTS = [
@@ -46,3 +50,23 @@ def smollm2():
 @pytest.fixture(scope="session")
 def gemma3():
     return pulled_model("gemma-3-270m")
+
+
+@contextlib.contextmanager
+def fresh_cache(directory: Path, bases: list[str]):
+    """A model cache in `directory` holding only the pulled `bases` (linked), set as LATENTWORKS_CACHE while
+    inside: what a shipped adapter or bridge finds on a fresh install once its bases are pulled."""
+    from latent.catalogue import model_dir
+
+    (directory / "models").mkdir()
+    for base in bases:
+        (directory / "models" / base).symlink_to(model_dir(base), target_is_directory=True)
+    old = os.environ.get("LATENTWORKS_CACHE")
+    os.environ["LATENTWORKS_CACHE"] = str(directory)
+    try:
+        yield directory
+    finally:
+        if old is None:
+            os.environ.pop("LATENTWORKS_CACHE")
+        else:
+            os.environ["LATENTWORKS_CACHE"] = old

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from tests.real.conftest import fresh_cache as fresh_cache_of
 from tests.real.conftest import pulled_model
 
 NAMES = ["smollm2-135m-instruct-handoff", "smollm2-135m-instruct-handoff-wordings"]
@@ -35,21 +36,9 @@ def shipped(request):
 def fresh_cache(shipped, tmp_path_factory):
     """A cache holding only the pulled base (linked), so `load_model(NAME)` can find nothing but the
     shipped adapter and its base."""
-    import os
-
-    from latent.catalogue import model_dir
-
     pulled_model(shipped.base)  # pulls once per machine, or skips naming why it cannot
-    cache = tmp_path_factory.mktemp("fresh-cache")
-    (cache / "models").mkdir()
-    (cache / "models" / shipped.base).symlink_to(model_dir(shipped.base), target_is_directory=True)
-    old = os.environ.get("LATENTWORKS_CACHE")
-    os.environ["LATENTWORKS_CACHE"] = str(cache)
-    yield cache
-    if old is None:
-        os.environ.pop("LATENTWORKS_CACHE")
-    else:
-        os.environ["LATENTWORKS_CACHE"] = old
+    with fresh_cache_of(tmp_path_factory.mktemp("fresh-cache"), [shipped.base]) as cache:
+        yield cache
 
 
 def test_the_shipped_channel_lists_with_its_base_and_loads_by_name(shipped, fresh_cache, capsys):

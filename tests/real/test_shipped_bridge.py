@@ -5,11 +5,10 @@ says (the card's held-out relay rows, re-run here, within their Wilson intervals
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
-from tests.real.conftest import pulled_model
+from tests.real.conftest import fresh_cache, pulled_model
 
 
 def _shipped() -> list[str]:
@@ -20,9 +19,9 @@ def _shipped() -> list[str]:
 
 @pytest.fixture(scope="module", params=_shipped() or ["none"])
 def shipped(request, tmp_path_factory):
-    """(name, card, fresh cache) of a shipped bridge, or a skip saying why it cannot run here."""
+    """(name, card) of a shipped bridge, a fresh cache of its two bases set while in use; or a skip saying why."""
     from latent import is_pulled
-    from latent.catalogue import BUILTIN_DIR, model_dir
+    from latent.catalogue import BUILTIN_DIR
 
     if request.param == "none":
         pytest.skip("no bridge is shipped in this checkout (latent/builtin_models/*/bridge_config.json)")
@@ -38,17 +37,8 @@ def shipped(request, tmp_path_factory):
             )
     for base in bases:
         pulled_model(base)  # the small ones pull here once per machine
-    cache = tmp_path_factory.mktemp("fresh-cache")
-    (cache / "models").mkdir()
-    for base in bases:
-        (cache / "models" / base).symlink_to(model_dir(base), target_is_directory=True)
-    old = os.environ.get("LATENTWORKS_CACHE")
-    os.environ["LATENTWORKS_CACHE"] = str(cache)
-    yield request.param, card
-    if old is None:
-        os.environ.pop("LATENTWORKS_CACHE")
-    else:
-        os.environ["LATENTWORKS_CACHE"] = old
+    with fresh_cache(tmp_path_factory.mktemp("fresh-cache"), list(bases)):
+        yield request.param, card
 
 
 def test_the_shipped_bridge_loads_by_name_and_names_its_models(shipped):

@@ -1078,6 +1078,21 @@ def save_model(lm: LatentModel, out: str | Path, base: str = "") -> Path:
     return out
 
 
+def _eval_settings(cfg: ThoughtChannelConfig) -> dict:
+    """What the held-out tables depend on, besides the model: a saved table made under other settings is stale."""
+    keys = (
+        "task",
+        "levels",
+        "eval_n",
+        "eval_seed",
+        "max_new_tokens",
+        "latent_steps",
+        "graphs",
+        "prompt_sets",
+    )
+    return {k: getattr(cfg, k) for k in keys} | {"sender": cfg.sender, "bridge": cfg.bridge}
+
+
 def train_stages(stages: list[ThoughtChannelConfig], command: str = "") -> dict:
     """Train each stage from the previous one's model, save the last under its name, evaluate it before
     and after, and write its card; returns the card. A finished stage (its `stage.json`) is skipped under
@@ -1087,11 +1102,22 @@ def train_stages(stages: list[ThoughtChannelConfig], command: str = "") -> dict:
     torch.set_num_threads(stages[0].threads)
     first, last = stages[0], stages[-1]
     before = {}
-    # the base's held-out table is kept beside the checkpoints, so a resumed run does not evaluate it again
+    # the base's held-out table is kept beside the checkpoints, so a resumed run does not evaluate it again;
+    # it is read back only when it was made under the same evaluation settings
     saved_before = Path(first.out_dir) / "eval_before.json"
-    if last.eval_n and first.resume and saved_before.is_file():
-        before = json.loads(saved_before.read_text())
+    settings = _eval_settings(last)
+    saved = (
+        json.loads(saved_before.read_text())
+        if last.eval_n and first.resume and saved_before.is_file()
+        else {}
+    )
+    if saved and saved.get("settings") == settings:
+        before = saved["rows"]
     elif last.eval_n:
+        if saved:
+            logger.info(
+                "%s was made under other evaluation settings; evaluating the base again", saved_before
+            )
         base = load_base(first)
         if first.sender:  # a bridge: before training, the ridge-initialised bridge between the two models
             from eval.tasks.handoff_rows import Pair
@@ -1102,7 +1128,7 @@ def train_stages(stages: list[ThoughtChannelConfig], command: str = "") -> dict:
             before = report.evaluate(first, base)
         del base
         saved_before.parent.mkdir(parents=True, exist_ok=True)
-        saved_before.write_text(json.dumps(before, indent=2))
+        saved_before.write_text(json.dumps({"settings": settings, "rows": before}, indent=2))
     done = []
     for cfg in stages:
         Path(cfg.out_dir).mkdir(parents=True, exist_ok=True)

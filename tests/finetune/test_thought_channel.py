@@ -382,6 +382,10 @@ def test_a_resumed_run_reads_the_base_evaluation_it_saved(llama, tmp_path, monke
     again = tc.train_stages([dataclasses.replace(cfg, resume=True)])
     assert len(calls) == 3  # only the trained model's table again
     assert again["eval_before"] == first["eval_before"]
+    # a table saved under another decode budget is stale: the base is evaluated again
+    tc.train_stages([dataclasses.replace(cfg, resume=True, max_new_tokens=7)])
+    assert len(calls) == 5
+    assert json.loads((tmp_path / "run" / "eval_before.json").read_text())["settings"]["max_new_tokens"] == 7
 
 
 def test_a_built_in_card_counts_parameters_from_the_saved_weights(tmp_path):

@@ -187,6 +187,7 @@ def test_every_recipe_names_its_command_and_runs_two_steps_per_stage_on_a_tiny_m
         "gemma-3-270m-handoff.yaml",
         "qwen2.5-coder-0.5b-instruct-handoff.yaml",
         "qwen2.5-coder-1.5b-instruct-to-qwen2.5-coder-0.5b-instruct-bridge.yaml",
+        "smollm2-135m-instruct-handoff-to-qwen2.5-coder-0.5b-instruct-bridge.yaml",
         "smollm2-135m-instruct-handoff-wordings.yaml",
         "smollm2-135m-instruct-handoff.yaml",
         "smollm2-135m-instruct-to-qwen2.5-coder-0.5b-instruct-bridge.yaml",

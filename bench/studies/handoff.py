@@ -13,7 +13,7 @@ the thought floats handed across.
 Run: python bench/studies/handoff.py --model builtin:arith-mini-v6 --level relay --limit 100 --json out.json
      python bench/studies/handoff.py --model smollm2-135m-instruct --data bench/data/handoff_alt.jsonl
      python bench/studies/handoff.py --model qwen2.5-coder-0.5b-instruct --sender qwen2.5-coder-1.5b-instruct \
-         --bridge qwen2.5-coder-1.5b-instruct-to-qwen2.5-coder-0.5b-instruct-bridge --level relay
+         --bridge qwen2.5-coder-1.5b-instruct-handoff-to-qwen2.5-coder-0.5b-instruct-bridge --level relay
 """
 
 from __future__ import annotations

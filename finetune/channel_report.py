@@ -35,24 +35,60 @@ HANDOFF_ROWS = (
 )
 
 
-def evaluate(cfg: Any, lm: LatentModel, pair: Pair | None = None) -> dict:
+def eval_settings(cfg: Any) -> dict:
+    """What a held-out table depends on, besides the model: a table saved under other settings is stale."""
+    keys = (
+        "task",
+        "levels",
+        "eval_n",
+        "eval_seed",
+        "max_new_tokens",
+        "latent_steps",
+        "graphs",
+        "prompt_sets",
+    )
+    return {k: getattr(cfg, k) for k in keys} | {"sender": cfg.sender, "bridge": cfg.bridge}
+
+
+def _read_partial(path: Path | None, settings: dict) -> dict:
+    """Rows a stopped evaluation saved under the same settings (else none)."""
+    if path is None or not path.is_file():
+        return {}
+    saved = json.loads(path.read_text())
+    return saved["rows"] if saved.get("settings") == settings else {}
+
+
+def _save_partial(path: Path | None, settings: dict, rows: dict) -> None:
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"settings": settings, "rows": rows}, indent=2))
+        tmp.replace(path)
+
+
+def evaluate(cfg: Any, lm: LatentModel, pair: Pair | None = None, partial: Path | None = None) -> dict:
     """Held-out results of `lm`: hand-off rows per level on `eval_n` test items (seed 0, as
     `bench/studies/handoff.py` scores them; with `pair`, the holders run its sender and hand on through its bridge),
     or single / text_mas / latent_mas per graph on `eval_n` held-out arith problems (seed `eval_seed`).
-    Each cell: correct, n, wall seconds."""
+    Each cell: correct, n, wall seconds. With `partial`, each finished row is saved there as it ends and a
+    stopped evaluation under the same settings resumes from it (on a CPU a table takes up to an hour)."""
     if cfg.eval_n == 0:
         return {}
+    settings = eval_settings(cfg)
+    out = _read_partial(partial, settings)
     if cfg.task == "handoff":
         from eval.tasks.handoff_rows import MAX_NEW_TOKENS, run_row
 
-        out = {}
         for level in dict.fromkeys(cfg.levels):
             items = th.make_items(level, cfg.eval_n, "test", 0)
-            out[level] = {}
+            out.setdefault(level, {})
             for name in HANDOFF_ROWS:
+                if name in out[level]:
+                    continue
                 r = run_row(lm, items, name, cfg.latent_steps, cfg.max_new_tokens or MAX_NEW_TOKENS, 16, pair)
                 out[level][r.name] = {"correct": r.correct, "n": r.n, "wall_s": r.s_per_item * r.n}
                 _log_cell(level, r.name, out[level][r.name])
+                _save_partial(partial, settings, out)
         return out
     import agents
     from eval.tasks.arith_data import extract_boxed_int, make_problems
@@ -61,9 +97,11 @@ def evaluate(cfg: Any, lm: LatentModel, pair: Pair | None = None) -> dict:
     runs = [(m, cfg.prompt_sets[0]) for m in agents.METHODS] + [
         ("latent_mas", p) for p in cfg.prompt_sets[1:]
     ]
-    out = {}
     for graph in cfg.graphs:
         for method, prompts in runs:
+            name = method if prompts == cfg.prompt_sets[0] else f"{method} ({prompts})"
+            if name in out.get(graph, {}):
+                continue
             run = agents.RunConfig(
                 method=method,
                 latent_steps=cfg.latent_steps,
@@ -75,13 +113,13 @@ def evaluate(cfg: Any, lm: LatentModel, pair: Pair | None = None) -> dict:
             t0 = time.perf_counter()
             res = agents.run(graph, lm, [p.question for p in problems], config=run)
             ok = sum(extract_boxed_int(r.text) == p.answer for r, p in zip(res, problems))
-            name = method if prompts == cfg.prompt_sets[0] else f"{method} ({prompts})"
             out.setdefault(graph, {})[name] = {
                 "correct": ok,
                 "n": len(problems),
                 "wall_s": time.perf_counter() - t0,
             }
             _log_cell(graph, name, out[graph][name])
+            _save_partial(partial, settings, out)
     return out
 
 
@@ -187,12 +225,13 @@ def write_card(cfg: Any, stages: list[dict], before: dict, command: str) -> dict
     from latent import load_model
 
     path = cfg.export_path
+    partial = Path(cfg.out_dir) / "eval_after.partial.json"  # a stopped run's finished rows, read on the next
     if cfg.sender:  # a bridge: evaluated between the two models it names
         from finetune.bridge_channel import load_trained
 
-        after = evaluate(cfg, *load_trained(cfg)) if cfg.eval_n else {}
+        after = evaluate(cfg, *load_trained(cfg), partial=partial) if cfg.eval_n else {}
     else:
-        after = evaluate(cfg, load_model(str(path))) if cfg.eval_n else {}
+        after = evaluate(cfg, load_model(str(path)), partial=partial) if cfg.eval_n else {}
     first = stages[0]["config"]
     card = {
         "name": cfg.name,

@@ -1078,21 +1078,6 @@ def save_model(lm: LatentModel, out: str | Path, base: str = "") -> Path:
     return out
 
 
-def _eval_settings(cfg: ThoughtChannelConfig) -> dict:
-    """What the held-out tables depend on, besides the model: a saved table made under other settings is stale."""
-    keys = (
-        "task",
-        "levels",
-        "eval_n",
-        "eval_seed",
-        "max_new_tokens",
-        "latent_steps",
-        "graphs",
-        "prompt_sets",
-    )
-    return {k: getattr(cfg, k) for k in keys} | {"sender": cfg.sender, "bridge": cfg.bridge}
-
-
 def train_stages(stages: list[ThoughtChannelConfig], command: str = "") -> dict:
     """Train each stage from the previous one's model, save the last under its name, evaluate it before
     and after, and write its card; returns the card. A finished stage (its `stage.json`) is skipped under
@@ -1105,7 +1090,8 @@ def train_stages(stages: list[ThoughtChannelConfig], command: str = "") -> dict:
     # the base's held-out table is kept beside the checkpoints, so a resumed run does not evaluate it again;
     # it is read back only when it was made under the same evaluation settings
     saved_before = Path(first.out_dir) / "eval_before.json"
-    settings = _eval_settings(last)
+    partial = Path(first.out_dir) / "eval_before.partial.json"  # rows of a stopped evaluation of the base
+    settings = report.eval_settings(last)
     saved = (
         json.loads(saved_before.read_text())
         if last.eval_n and first.resume and saved_before.is_file()
@@ -1123,9 +1109,9 @@ def train_stages(stages: list[ThoughtChannelConfig], command: str = "") -> dict:
             from eval.tasks.handoff_rows import Pair
             from finetune.bridge_channel import setup
 
-            before = report.evaluate(first, base, Pair(*setup(first, base)))
+            before = report.evaluate(first, base, Pair(*setup(first, base)), partial=partial)
         else:
-            before = report.evaluate(first, base)
+            before = report.evaluate(first, base, partial=partial)
         del base
         saved_before.parent.mkdir(parents=True, exist_ok=True)
         saved_before.write_text(json.dumps({"settings": settings, "rows": before}, indent=2))

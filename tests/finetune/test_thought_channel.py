@@ -513,3 +513,34 @@ def test_handoff_evaluation_decodes_with_the_configured_budget(
     )
     channel_report.evaluate(cfg, llama)
     assert seen and set(seen) == {expected}
+
+
+def test_a_stopped_held_out_evaluation_resumes_from_its_finished_rows(llama, tmp_path, monkeypatch):
+    """Each finished row is saved as it ends; a stopped evaluation under the same settings runs only the rows
+    it lacks, and one under other settings runs them all (a Qwen table is an hour of CPU per run)."""
+    import agents
+    from finetune import channel_report
+
+    cfg = _arith(tmp_path, base=llama.model.name_or_path, eval_n=2)
+    partial = tmp_path / "eval_after.partial.json"
+    run, calls = agents.run, []
+
+    def stops_at_the_second_row(*args, **kwargs):
+        calls.append(kwargs["config"].method)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(agents, "run", stops_at_the_second_row)
+    with pytest.raises(KeyboardInterrupt):
+        channel_report.evaluate(cfg, llama, partial=partial)
+    first, saved = calls[0], json.loads(partial.read_text())["rows"]["sequential"]
+    assert list(saved) == [first]
+    calls.clear()
+    monkeypatch.setattr(agents, "run", lambda *a, **kw: calls.append(kw["config"].method) or run(*a, **kw))
+    table = channel_report.evaluate(cfg, llama, partial=partial)
+    assert calls == [m for m in agents.METHODS if m != first]
+    assert table["sequential"][first] == saved[first] and list(table["sequential"]) == list(agents.METHODS)
+    calls.clear()
+    channel_report.evaluate(dataclasses.replace(cfg, max_new_tokens=5), llama, partial=partial)
+    assert calls == list(agents.METHODS)

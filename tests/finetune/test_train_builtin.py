@@ -97,10 +97,18 @@ def test_every_shipped_recipe_loads():
         "gemma-3-270m-handoff",
         "smollm2-135m-instruct-handoff",
     }
-    shipped |= {"smollm2-135m-instruct-handoff-wordings", "qwen2.5-coder-0.5b-instruct-handoff"}
+    shipped |= {
+        "smollm2-135m-instruct-handoff-wordings",
+        "qwen2.5-coder-0.5b-instruct-handoff",
+        "qwen2.5-coder-1.5b-instruct-handoff",
+    }
     shipped |= {
         f"{s}-to-qwen2.5-coder-0.5b-instruct-bridge"
-        for s in ("smollm2-135m-instruct", "qwen2.5-coder-1.5b-instruct")
+        for s in (
+            "smollm2-135m-instruct",
+            "smollm2-135m-instruct-handoff",
+            "qwen2.5-coder-1.5b-instruct-handoff",
+        )
     }
     assert {f.stem for f in files} == shipped
     for f in files:

@@ -50,12 +50,12 @@ def eval_settings(cfg: Any) -> dict:
     return {k: getattr(cfg, k) for k in keys} | {"sender": cfg.sender, "bridge": cfg.bridge}
 
 
-def _read_partial(path: Path | None, settings: dict) -> dict:
-    """Rows a stopped evaluation saved under the same settings (else none)."""
+def read_table(path: Path | None, settings: dict) -> dict | None:
+    """Rows a (stopped or finished) evaluation saved under the same settings; None when there is no such file."""
     if path is None or not path.is_file():
-        return {}
+        return None
     saved = json.loads(path.read_text())
-    return saved["rows"] if saved.get("settings") == settings else {}
+    return saved["rows"] if saved.get("settings") == settings else None
 
 
 def _save_partial(path: Path | None, settings: dict, rows: dict) -> None:
@@ -75,7 +75,7 @@ def evaluate(cfg: Any, lm: LatentModel, pair: Pair | None = None, partial: Path 
     if cfg.eval_n == 0:
         return {}
     settings = eval_settings(cfg)
-    out = _read_partial(partial, settings)
+    out = read_table(partial, settings) or {}
     if cfg.task == "handoff":
         from eval.tasks.handoff_rows import MAX_NEW_TOKENS, run_row
 

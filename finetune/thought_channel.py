@@ -1092,15 +1092,11 @@ def train_stages(stages: list[ThoughtChannelConfig], command: str = "") -> dict:
     saved_before = Path(first.out_dir) / "eval_before.json"
     partial = Path(first.out_dir) / "eval_before.partial.json"  # rows of a stopped evaluation of the base
     settings = report.eval_settings(last)
-    saved = (
-        json.loads(saved_before.read_text())
-        if last.eval_n and first.resume and saved_before.is_file()
-        else {}
-    )
-    if saved and saved.get("settings") == settings:
-        before = saved["rows"]
+    saved = report.read_table(saved_before, settings) if last.eval_n and first.resume else None
+    if saved is not None:
+        before = saved
     elif last.eval_n:
-        if saved:
+        if first.resume and saved_before.is_file():
             logger.info(
                 "%s was made under other evaluation settings; evaluating the base again", saved_before
             )
